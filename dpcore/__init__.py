@@ -1,0 +1,1 @@
+"""dpcore: differentially private synthetic data with a verifiable privacy ledger."""

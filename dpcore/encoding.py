@@ -1,0 +1,411 @@
+"""Tables in and out: encode values to integer codes under a :class:`~dpcore.schema.Schema`,
+decode codes back to values, read and write CSV/Parquet in chunks.
+
+Encoding validates every value: an unknown category, a number outside the public bounds, a
+non-number in a numeric column or a missing value the schema does not allow is an
+:class:`EncodingError` naming the column, the row (1-based, counting data rows after the
+header) and the value — unless the schema asks for clipping or an "other" bucket.
+Decoding is post-processing of released codes (no privacy cost): labels for categories, a
+value inside the bin for numbers (uniform or midpoint; integer columns stay integers).
+
+>>> import pandas as pd
+>>> from dpcore.schema import Schema
+>>> s = Schema.from_dict({"columns": {
+...     "sex": {"type": "categorical", "categories": ["F", "M"]},
+...     "age": {"type": "numeric", "lower": 0, "upper": 100, "bins": 10, "integer": True,
+...             "decode": "midpoint"}}})
+>>> codes = encode_frame(pd.DataFrame({"sex": ["M", "F"], "age": [37, 100]}), s)
+>>> codes.tolist()
+[[1, 3], [0, 9]]
+>>> decode_codes(codes, s).values.tolist()
+[['M', 34], ['F', 95]]
+"""
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpcore.errors import InvalidArgumentError
+from dpcore.schema import (
+    INFER_WARNING, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
+    equal_width_edges,
+)
+
+DEFAULT_CHUNK_ROWS = 500_000
+
+
+class EncodingError(InvalidArgumentError):
+    """A value in the data breaks the schema. ``column``, ``row`` (1-based) and ``value``
+    say where."""
+
+    def __init__(self, message: str, *, column: str | None = None, row: int | None = None,
+                 value: Any = None) -> None:
+        super().__init__(message)
+        self.column, self.row, self.value = column, row, value
+
+
+def _bad(col: Column, row: int, value: Any, rule: str) -> EncodingError:
+    return EncodingError(f"column {col.name!r}, row {row}: value {value!r} {rule}",
+                         column=col.name, row=row, value=value)
+
+
+def _missing_mask(series: pd.Series, tokens: Sequence[str]) -> np.ndarray:
+    mask = series.isna().to_numpy().copy()
+    if tokens and (series.dtype == object or pd.api.types.is_string_dtype(series.dtype)):
+        mask |= series.isin(list(tokens)).to_numpy()
+    return mask
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.ndarray,
+                        offset: int) -> np.ndarray:
+    strs = series.astype(object).where(~missing, None).map(
+        lambda v: v if v is None or isinstance(v, str) else str(v))
+    codes = pd.Index(list(col.categories), dtype=object).get_indexer(strs.to_numpy(object))
+    codes = codes.astype(np.int64)
+    unknown = (codes < 0) & ~missing
+    if unknown.any():
+        if col.other_code is None:
+            i = _first(unknown)
+            raise _bad(col, offset + i + 1, series.iloc[i],
+                       f"is not one of the schema's {len(col.categories)} categories "
+                       f"(add it, or give the column an 'other' bucket)")
+        codes[unknown] = col.other_code
+    return codes
+
+
+def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: int
+                   ) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
+            series.dtype):
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        values = pd.to_numeric(series.where(~missing, None), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan)
+    bad = ~missing & ~np.isfinite(values)
+    if bad.any():
+        i = _first(bad)
+        raise _bad(col, offset + i + 1, series.iloc[i], "is not a finite number")
+    return values
+
+
+def _encode_numeric(col: NumericColumn, series: pd.Series, missing: np.ndarray,
+                    offset: int) -> np.ndarray:
+    values = _parse_numbers(col, series, missing, offset)
+    if col.integer:
+        frac = ~missing & (values != np.floor(np.where(missing, 0.0, values)))
+        if frac.any():
+            i = _first(frac)
+            raise _bad(col, offset + i + 1, series.iloc[i],
+                       "is not an integer (the schema says integer: true)")
+    for side, out in (("below the lower", values < col.lower),
+                      ("above the upper", values > col.upper)):
+        out &= ~missing
+        if out.any() and col.out_of_bounds == "error":
+            i = _first(out)
+            bound = col.lower if side.startswith("below") else col.upper
+            raise _bad(col, offset + i + 1, series.iloc[i],
+                       f"is {side} bound {bound:g} (set out_of_bounds: clip to clip it)")
+    safe = np.clip(np.where(missing, col.lower, values), col.lower, col.upper)
+    edges = np.asarray(col.edges, dtype=np.float64)
+    return np.clip(np.searchsorted(edges, safe, side="right") - 1, 0, col.bins - 1)
+
+
+def _encode_code(col: CodeColumn, series: pd.Series, missing: np.ndarray, offset: int
+                 ) -> np.ndarray:
+    values = _parse_numbers(col, series, np.zeros(len(series), dtype=bool) | missing, offset)
+    bad = missing | (values != np.floor(np.nan_to_num(values))) | (values < 0) | (
+        values >= col.size)
+    if bad.any():
+        i = _first(bad)
+        raise _bad(col, offset + i + 1, series.iloc[i],
+                   f"is not an integer code in 0..{col.size - 1} (domain size {col.size})")
+    return values.astype(np.int64)
+
+
+def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0) -> np.ndarray:
+    """Encode a DataFrame holding the schema's columns (any order, no others) to an
+    ``N x d`` code array in schema order, of dtype ``schema.code_dtype()``."""
+    check_columns(list(frame.columns), schema)
+    out = np.empty((len(frame), len(schema)), dtype=schema.code_dtype())
+    for j, col in enumerate(schema.columns):
+        series = frame[col.name]
+        missing = _missing_mask(series, schema.missing_values)
+        if isinstance(col, CodeColumn):
+            codes = _encode_code(col, series, missing, row_offset)
+        else:
+            if isinstance(col, CategoricalColumn):
+                codes = _encode_categorical(col, series, missing, row_offset)
+            else:
+                codes = _encode_numeric(col, series, missing, row_offset)
+            if missing.any():
+                if col.missing_code is None:
+                    i = _first(missing)
+                    raise _bad(col, row_offset + i + 1, series.iloc[i],
+                               "is missing, and the schema says missing: error")
+                codes[missing] = col.missing_code
+        out[:, j] = codes
+    return out
+
+
+def check_columns(header: Sequence[Any], schema: Schema) -> None:
+    """The header must hold exactly the schema's columns, each once."""
+    names = [str(h) for h in header]
+    dup = sorted({h for h in names if names.count(h) > 1})
+    if dup:
+        raise EncodingError(f"column {dup[0]!r} appears more than once in the header",
+                            column=dup[0])
+    missing = [n for n in schema.names if n not in names]
+    extra = [h for h in names if h not in schema.names]
+    if missing:
+        hint = ""
+        if len(names) == 1 and any(d in names[0] for d in ";\t|"):
+            hint = f" (the header is one field {names[0]!r}: wrong delimiter?)"
+        raise EncodingError(f"the data lacks schema column(s) {missing}{hint}",
+                            column=missing[0])
+    if extra:
+        raise EncodingError(f"the data has column(s) {extra} that are not in the schema "
+                            f"(drop them or add them to the schema)", column=extra[0])
+
+
+def _read_header(path: Path, sep: str) -> list[str]:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            row = next(csv.reader(fh, delimiter=sep), None)
+    except UnicodeDecodeError:
+        raise EncodingError(f"{path}: not a UTF-8 text file") from None
+    if not row:
+        raise EncodingError(f"{path}: the file is empty (no header row)")
+    return row
+
+
+def iter_csv_chunks(path: str | os.PathLike, *, sep: str = ",",
+                    chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+    """Yield the CSV in DataFrames of raw strings (no value interpretation)."""
+    try:
+        reader = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                             chunksize=chunk_rows, engine="c", encoding="utf-8")
+        with reader:
+            yield from reader
+    except pd.errors.ParserError as err:
+        raise EncodingError(f"{path}: malformed CSV: {str(err).strip()}") from None
+    except pd.errors.EmptyDataError:
+        raise EncodingError(f"{path}: the file is empty (no header row)") from None
+    except UnicodeDecodeError:
+        raise EncodingError(f"{path}: not a UTF-8 text file") from None
+
+
+def _iter_parquet(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise EncodingError("reading Parquet needs pyarrow: pip install 'dpcore[parquet]'") from None
+    pf = pq.ParquetFile(path)
+    for batch in pf.iter_batches(batch_size=chunk_rows):
+        yield batch.to_pandas()
+
+
+def iter_table_chunks(path: str | os.PathLike, *, sep: str = ",",
+                      chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+    """Chunks of a CSV or (by extension) Parquet file."""
+    p = Path(path)
+    if not p.is_file():
+        raise EncodingError(f"{path}: no such file")
+    if p.suffix.lower() in (".parquet", ".pq"):
+        return _iter_parquet(p, chunk_rows)
+    _read_header(p, sep)
+    return iter_csv_chunks(p, sep=sep, chunk_rows=chunk_rows)
+
+
+def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
+               chunk_rows: int = DEFAULT_CHUNK_ROWS) -> np.ndarray:
+    """Read and encode a table chunk by chunk. Memory: one chunk of strings plus the compact
+    code array (10 M rows x 15 columns of uint8 is 150 MB)."""
+    parts: list[np.ndarray] = []
+    rows = 0
+    for chunk in iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows):
+        try:
+            parts.append(encode_frame(chunk, schema, row_offset=rows))
+        except EncodingError as err:
+            raise EncodingError(f"{path}: {err}", column=err.column, row=err.row,
+                                value=err.value) from None
+        rows += len(chunk)
+    if rows == 0:
+        raise EncodingError(f"{path}: the table has a header but no data rows")
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _bin_integer_range(col: NumericColumn, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    edges = np.asarray(col.edges)
+    lo, hi = edges[k], edges[k + 1]
+    last = k == col.bins - 1
+    a = np.ceil(lo)
+    b = np.where(last, np.floor(hi), np.ceil(hi) - 1)
+    return a, b
+
+
+def _decode_numeric(col: NumericColumn, k: np.ndarray, rng: np.random.Generator,
+                    method: str) -> np.ndarray:
+    edges = np.asarray(col.edges)
+    if col.integer:
+        a, b = _bin_integer_range(col, k)
+        if method == "midpoint":
+            return np.floor((a + b) / 2)
+        return a + np.floor(rng.random(len(k)) * (b - a + 1))
+    lo, hi = edges[k], edges[k + 1]
+    if method == "midpoint":
+        return (lo + hi) / 2
+    x = lo + (hi - lo) * rng.random(len(k))
+    # The half-open bins must not decode onto their right edge (float rounding can land there).
+    return np.where(k == col.bins - 1, np.minimum(x, hi), np.minimum(x, np.nextafter(hi, lo)))
+
+
+def decode_codes(codes: np.ndarray, schema: Schema, *, seed: int | None = None,
+                 method: str | None = None) -> pd.DataFrame:
+    """Map an ``N x d`` code array back to a DataFrame of values. ``method`` overrides each
+    numeric column's ``decode`` ("uniform" or "midpoint"); ``seed`` fixes the uniform draws."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[1] != len(schema):
+        raise InvalidArgumentError(f"codes must be N x {len(schema)}, got shape {codes.shape}")
+    if method not in (None, "uniform", "midpoint"):
+        raise InvalidArgumentError(f"method must be 'uniform' or 'midpoint', got {method!r}")
+    rng = np.random.default_rng(seed)
+    data: dict[str, Any] = {}
+    for j, col in enumerate(schema.columns):
+        k = codes[:, j].astype(np.int64)
+        if k.size and (k.min() < 0 or k.max() >= col.size):
+            raise InvalidArgumentError(f"column {col.name!r}: codes must lie in "
+                                       f"0..{col.size - 1}, got {int(k.min())}..{int(k.max())}")
+        if isinstance(col, CodeColumn):
+            data[col.name] = k
+            continue
+        miss = k == col.missing_code if col.missing_code is not None else np.zeros(len(k), bool)
+        if isinstance(col, CategoricalColumn):
+            labels = list(col.categories) + ([col.other] if col.other is not None else [])
+            table = np.array(labels + [None], dtype=object)
+            data[col.name] = pd.Series(table[np.where(miss, len(labels), k)], dtype=object)
+            continue
+        values = _decode_numeric(col, np.where(miss, 0, k), rng, method or col.decode)
+        if col.integer:
+            s = pd.Series(values.astype(np.int64))
+            data[col.name] = s.astype("Int64").mask(miss) if miss.any() else s
+        else:
+            data[col.name] = pd.Series(np.where(miss, np.nan, values))
+    return pd.DataFrame(data)
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, missing_token: str = "",
+                sep: str = ",") -> None:
+    """Write CSV (or Parquet by extension) to a temporary file beside ``path``, then rename:
+    a failed write leaves no partial file."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise InvalidArgumentError(f"cannot write {str(path)!r}: directory "
+                                   f"{str(target.parent)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise InvalidArgumentError(f"cannot write {str(path)!r}: {err.strerror}") from None
+    os.close(fd)
+    try:
+        if target.suffix.lower() in (".parquet", ".pq"):
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False, na_rep=missing_token, sep=sep)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _parse_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
+                 bounds: Mapping[str, tuple[float, float]] | None = None,
+                 categories: Mapping[str, Sequence[str]] | None = None,
+                 bins: int = 32, max_categories: int = 1000,
+                 missing_values: Sequence[str] = ("",)) -> Schema:
+    """Draft a schema. NOT PRIVATE for every column not covered by ``bounds`` (numeric,
+    ``(lower, upper)``; integer when both are ints) or ``categories``: those columns are read
+    from the data, and the schema's ``warning`` names them.
+
+    >>> df = pd.DataFrame({"x": ["1", "5", "3"], "c": ["a", "b", "a"]})
+    >>> s = infer_schema(df, categories={"c": ["a", "b", "z"]}, bins=4)
+    >>> s["x"].edges, s["c"].categories, "x" in s.warning
+    ((1.0, 2.0, 3.0, 4.0, 5.0), ('a', 'b', 'z'), True)
+    """
+    bounds, categories = dict(bounds or {}), dict(categories or {})
+    if isinstance(chunks, pd.DataFrame):
+        chunks = [chunks]
+    order: list[str] | None = None
+    stats: dict[str, dict[str, Any]] = {}
+    for chunk in chunks:
+        if order is None:
+            order = [str(c) for c in chunk.columns]
+            unknown = sorted((set(bounds) | set(categories)) - set(order))
+            if unknown:
+                raise InvalidArgumentError(f"--bounds/--categories name column(s) {unknown} "
+                                           f"that are not in the data")
+            stats = {c: {"values": set(), "numeric": True, "integer": True, "lo": np.inf,
+                         "hi": -np.inf, "missing": False} for c in order
+                     if c not in bounds and c not in categories}
+        for name, st in stats.items():
+            series = chunk[name]
+            missing = _missing_mask(series, missing_values)
+            st["missing"] |= bool(missing.any())
+            present = series[~missing]
+            if len(st["values"]) <= max_categories:
+                st["values"].update(present.astype(str).unique().tolist())
+            if st["numeric"]:
+                nums = pd.to_numeric(present, errors="coerce").to_numpy(np.float64)
+                if len(nums) and not np.isfinite(nums).all():
+                    st["numeric"] = False
+                elif len(nums):
+                    st["lo"], st["hi"] = min(st["lo"], nums.min()), max(st["hi"], nums.max())
+                    st["integer"] &= bool((nums == np.floor(nums)).all())
+    if order is None:
+        raise InvalidArgumentError("the data has no header")
+    columns: list[Column] = []
+    for name in order:
+        if name in bounds:
+            lo, hi = bounds[name]
+            integer = isinstance(lo, int) and isinstance(hi, int)
+            nb = min(bins, int(hi - lo + 1)) if integer else bins
+            columns.append(NumericColumn(name, equal_width_edges(lo, hi, nb, integer), integer))
+        elif name in categories:
+            columns.append(CategoricalColumn(name, tuple(str(c) for c in categories[name])))
+        else:
+            st = stats[name]
+            miss = "code" if st["missing"] else "error"
+            if st["numeric"] and np.isfinite(st["lo"]):
+                lo, hi, integer = st["lo"], st["hi"], st["integer"]
+                if lo == hi:
+                    edges: tuple[float, ...] = (float(lo), float(hi))
+                else:
+                    nb = min(bins, int(hi - lo + 1)) if integer else bins
+                    edges = equal_width_edges(lo, hi, nb, integer)
+                columns.append(NumericColumn(name, edges, integer, missing=miss))  # type: ignore
+            else:
+                if len(st["values"]) > max_categories:
+                    raise InvalidArgumentError(
+                        f"column {name!r} has more than {max_categories} distinct values: "
+                        f"drop it, bin it, or list its public categories with --categories")
+                cats = tuple(sorted(st["values"])) or ("",)
+                columns.append(CategoricalColumn(name, cats, missing=miss))  # type: ignore
+    derived = [n for n in order if n in stats]
+    warning = f"{INFER_WARNING} Data-derived columns: {derived}." if derived else None
+    return Schema(columns, missing_values=missing_values, warning=warning)

@@ -1,0 +1,376 @@
+"""The public schema: how each column of a table maps onto a finite domain of integer codes.
+
+A schema is *public* information. It is reviewed by the data steward and must not be derived
+from the sensitive records (except by :func:`infer_schema`, which says loudly that it is not
+private). Two kinds of file are accepted, told apart by content:
+
+* a dpcore schema, ``{"format": "dpcore-schema", "columns": {name: spec, ...}}`` where each spec
+  is categorical (a list of categories, an optional "other" bucket) or numeric (public bounds,
+  bins as a count or explicit edges, integer or float, clip or error out of bounds); each column
+  says whether missing values get their own code or are an error;
+* an ``mbi``-style domain file ``{"column": size, ...}`` for pre-encoded integer data.
+
+Codes are laid out per column as: categories (or bins) in order, then the "other" bucket if
+any, then the missing code if any. Numeric bin k is ``[e_k, e_{k+1})``; the last bin is closed
+``[e_{K-1}, e_K]``. Edges never decrease; an edge may repeat only as the last pair, which makes
+the last bin the single point ``e_K`` (a top-coded value, e.g. Adult's capital-gain 99999).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence, Union
+
+import numpy as np
+
+from dpcore.errors import InvalidArgumentError
+
+SCHEMA_FORMAT = "dpcore-schema"
+SCHEMA_VERSION = 1
+INFER_WARNING = (
+    "NOT PRIVATE: this schema was drafted by reading the data. Category lists, bounds and bin "
+    "edges derived from the records can reveal individual values. Review every column and "
+    "replace data-derived values with public knowledge before using it on sensitive data."
+)
+
+MissingPolicy = Literal["error", "code"]
+OutOfBounds = Literal["error", "clip"]
+DecodeMethod = Literal["uniform", "midpoint"]
+
+
+class SchemaError(InvalidArgumentError):
+    """A schema file or spec breaks a rule; the message names the column, the rule and the value."""
+
+
+def _fail(column: str | None, message: str) -> SchemaError:
+    where = f"schema column {column!r}: " if column is not None else "schema: "
+    return SchemaError(where + message)
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A column of labels. ``other`` names a bucket for labels not in ``categories`` (None:
+    an unknown label is an error)."""
+
+    name: str
+    categories: tuple[str, ...]
+    other: str | None = None
+    missing: MissingPolicy = "error"
+
+    @property
+    def size(self) -> int:
+        return len(self.categories) + (self.other is not None) + (self.missing == "code")
+
+    @property
+    def other_code(self) -> int | None:
+        return len(self.categories) if self.other is not None else None
+
+    @property
+    def missing_code(self) -> int | None:
+        return self.size - 1 if self.missing == "code" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "categorical", "categories": list(self.categories)}
+        if self.other is not None:
+            out["other"] = self.other
+        out["missing"] = self.missing
+        return out
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A bounded number binned by ``edges`` (K+1 values for K bins, see the module docstring)."""
+
+    name: str
+    edges: tuple[float, ...]
+    integer: bool = False
+    out_of_bounds: OutOfBounds = "error"
+    missing: MissingPolicy = "error"
+    decode: DecodeMethod = "uniform"
+
+    @property
+    def lower(self) -> float:
+        return self.edges[0]
+
+    @property
+    def upper(self) -> float:
+        return self.edges[-1]
+
+    @property
+    def bins(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def size(self) -> int:
+        return self.bins + (self.missing == "code")
+
+    @property
+    def missing_code(self) -> int | None:
+        return self.size - 1 if self.missing == "code" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        def num(x: float) -> float | int:
+            return int(x) if float(x).is_integer() else float(x)
+
+        return {"type": "numeric", "lower": num(self.lower), "upper": num(self.upper),
+                "integer": self.integer, "bins": [num(e) for e in self.edges],
+                "out_of_bounds": self.out_of_bounds, "missing": self.missing,
+                "decode": self.decode}
+
+
+@dataclass(frozen=True)
+class CodeColumn:
+    """A pre-encoded column: values are already integer codes in ``0 .. size-1``."""
+
+    name: str
+    size: int
+
+    missing_code = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "code", "size": self.size}
+
+
+Column = Union[CategoricalColumn, NumericColumn, CodeColumn]
+
+
+def _choice(column: str, spec: Mapping[str, Any], key: str, allowed: Sequence[str],
+            default: str) -> str:
+    value = spec.get(key, default)
+    if value not in allowed:
+        raise _fail(column, f"{key!r} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def _number(column: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(column, f"{key!r} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def equal_width_edges(lower: float, upper: float, bins: int, integer: bool) -> tuple[float, ...]:
+    """Edges of ``bins`` bins covering ``[lower, upper]``.
+
+    Integer columns split the integers ``lower..upper`` into runs of near-equal length, so a
+    bin never holds a fraction of an integer and ``bins == upper - lower + 1`` gives one bin
+    per value (the last bin is then the point ``upper``).
+    """
+    if integer:
+        lo, hi = int(lower), int(upper)
+        n = hi - lo + 1
+        if bins > n:
+            raise InvalidArgumentError(
+                f"an integer column with bounds [{lo}, {hi}] holds {n} values, "
+                f"so it cannot have {bins} bins")
+        starts = [lo + (k * n) // bins for k in range(bins)]
+        return tuple(float(s) for s in starts) + (float(hi),)
+    return tuple(float(lower + (upper - lower) * k / bins) for k in range(bins)) + (float(upper),)
+
+
+def _check_edges(column: str, edges: tuple[float, ...], integer: bool) -> None:
+    if len(edges) < 2:
+        raise _fail(column, f"bins needs at least 2 edges, got {list(edges)}")
+    for k in range(len(edges) - 1):
+        a, b = edges[k], edges[k + 1]
+        last = k == len(edges) - 2
+        if b < a or (b == a and not last):
+            raise _fail(column, f"bin edges must increase (bins may not overlap or be empty), "
+                                f"but edge {k} = {a:g} is followed by {b:g}")
+    if integer:
+        for k in range(len(edges) - 1):
+            a, b = edges[k], edges[k + 1]
+            last = k == len(edges) - 2
+            if math.ceil(a) > (math.floor(b) if last else math.ceil(b) - 1):
+                raise _fail(column, f"integer bin {k} = [{a:g}, {b:g}{']' if last else ')'} "
+                                    f"contains no integer")
+
+
+def column_from_dict(name: str, spec: Any) -> Column:
+    """Validate one column spec from a schema file."""
+    if not isinstance(spec, Mapping):
+        raise _fail(name, f"spec must be an object, got {spec!r}")
+    kind = spec.get("type")
+    if kind == "categorical":
+        cats = spec.get("categories")
+        if not isinstance(cats, list) or not cats:
+            raise _fail(name, f"'categories' must be a non-empty list, got {cats!r}")
+        labels = tuple(str(c) for c in cats)
+        dup = sorted({c for c in labels if labels.count(c) > 1})
+        if dup:
+            raise _fail(name, f"categories must be unique, {dup[0]!r} repeats")
+        other = spec.get("other")
+        if other is not None and (not isinstance(other, str) or other in labels):
+            raise _fail(name, f"'other' must be a label not among the categories, got {other!r}")
+        missing = _choice(name, spec, "missing", ("error", "code"), "error")
+        return CategoricalColumn(name, labels, other, missing)  # type: ignore[arg-type]
+    if kind == "numeric":
+        integer = spec.get("integer", False)
+        if not isinstance(integer, bool):
+            raise _fail(name, f"'integer' must be true or false, got {integer!r}")
+        bins = spec.get("bins")
+        if isinstance(bins, list):
+            edges = tuple(_number(name, "bins", e) for e in bins)
+            for key, at in (("lower", 0), ("upper", -1)):
+                if key in spec and _number(name, key, spec[key]) != edges[at]:
+                    raise _fail(name, f"{key!r} = {spec[key]!r} disagrees with the bin edges "
+                                      f"(edge {edges[at]:g})")
+        elif isinstance(bins, int) and not isinstance(bins, bool):
+            if bins < 1:
+                raise _fail(name, f"'bins' must be >= 1, got {bins}")
+            lower = _number(name, "lower", spec.get("lower"))
+            upper = _number(name, "upper", spec.get("upper"))
+            if not lower < upper:
+                raise _fail(name, f"'lower' must be < 'upper', got {lower:g} and {upper:g}")
+            if integer and not (lower.is_integer() and upper.is_integer()):
+                raise _fail(name, f"an integer column needs integer bounds, got "
+                                  f"{lower:g} and {upper:g}")
+            try:
+                edges = equal_width_edges(lower, upper, bins, integer)
+            except InvalidArgumentError as err:
+                raise _fail(name, str(err)) from None
+        else:
+            raise _fail(name, f"'bins' must be a count or a list of edges, got {bins!r}")
+        _check_edges(name, edges, integer)
+        return NumericColumn(
+            name, edges, integer,
+            _choice(name, spec, "out_of_bounds", ("error", "clip"), "error"),  # type: ignore
+            _choice(name, spec, "missing", ("error", "code"), "error"),  # type: ignore
+            _choice(name, spec, "decode", ("uniform", "midpoint"), "uniform"))  # type: ignore
+    if kind == "code":
+        size = spec.get("size")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise _fail(name, f"'size' must be an integer >= 1, got {size!r}")
+        return CodeColumn(name, size)
+    raise _fail(name, f"'type' must be 'categorical', 'numeric' or 'code', got {kind!r}")
+
+
+class Schema:
+    """An ordered set of column specs plus the tokens that mean "missing" in a CSV.
+
+    >>> s = Schema.from_dict({"sex": 2, "age": 5})        # an mbi-style domain file
+    >>> s.encoded, s.names, s.domain_dict()
+    (True, ('sex', 'age'), {'sex': 2, 'age': 5})
+    """
+
+    def __init__(self, columns: Sequence[Column], *, missing_values: Sequence[str] = ("",),
+                 warning: str | None = None) -> None:
+        names = [c.name for c in columns]
+        if not names:
+            raise _fail(None, "needs at least one column")
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise _fail(dup[0], "column names must be unique")
+        self.columns: tuple[Column, ...] = tuple(columns)
+        self.missing_values: tuple[str, ...] = tuple(str(m) for m in missing_values)
+        self.warning = warning
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def encoded(self) -> bool:
+        """True for pre-encoded data (every column a :class:`CodeColumn`)."""
+        return all(isinstance(c, CodeColumn) for c in self.columns)
+
+    def __getitem__(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Schema) and self.columns == other.columns
+                and self.missing_values == other.missing_values)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def domain_dict(self) -> dict[str, int]:
+        return {c.name: c.size for c in self.columns}
+
+    def domain(self):
+        """The :class:`dpcore.Domain` of the codes (imported lazily: needs the kernels)."""
+        from dpcore.domain import Domain
+        return Domain.from_dict(self.domain_dict())
+
+    def code_dtype(self) -> np.dtype:
+        """The smallest unsigned dtype that holds every column's codes."""
+        top = max(c.size for c in self.columns)
+        for dt in (np.uint8, np.uint16, np.uint32):
+            if top <= np.iinfo(dt).max + 1:
+                return np.dtype(dt)
+        return np.dtype(np.int64)
+
+    @classmethod
+    def from_dict(cls, obj: Any) -> "Schema":
+        """Parse either a dpcore schema or an mbi-style ``{"column": size}`` domain."""
+        if not isinstance(obj, Mapping) or not obj:
+            raise _fail(None, f"expected a non-empty JSON object, got {type(obj).__name__}")
+        if "columns" not in obj:
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in obj.values()):
+                return cls([column_from_dict(str(k), {"type": "code", "size": v})
+                            for k, v in obj.items()], missing_values=())
+            raise _fail(None, "not a dpcore schema (no 'columns' key) and not a domain file "
+                              "(not every value is an integer size)")
+        fmt = obj.get("format", SCHEMA_FORMAT)
+        if fmt != SCHEMA_FORMAT:
+            raise _fail(None, f"'format' must be {SCHEMA_FORMAT!r}, got {fmt!r}")
+        cols = obj["columns"]
+        if not isinstance(cols, Mapping) or not cols:
+            raise _fail(None, "'columns' must be a non-empty object of column specs")
+        mv = obj.get("missing_values", [""])
+        if not isinstance(mv, list) or not all(isinstance(m, str) for m in mv):
+            raise _fail(None, f"'missing_values' must be a list of strings, got {mv!r}")
+        return cls([column_from_dict(str(k), v) for k, v in cols.items()],
+                   missing_values=mv, warning=obj.get("warning"))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.encoded:
+            return self.domain_dict()
+        out: dict[str, Any] = {"format": SCHEMA_FORMAT, "version": SCHEMA_VERSION}
+        if self.warning:
+            out["warning"] = self.warning
+        out["missing_values"] = list(self.missing_values)
+        out["columns"] = {c.name: c.to_dict() for c in self.columns}
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Schema":
+        """Read a schema or domain JSON file; errors name the file."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as err:
+            raise SchemaError(f"cannot read schema file {str(path)!r}: {err.strerror}") from None
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise SchemaError(f"schema file {str(path)!r} is not valid JSON: {err}") from None
+        try:
+            return cls.from_dict(obj)
+        except SchemaError as err:
+            raise SchemaError(f"{path}: {err}") from None
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the schema as JSON, atomically."""
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                               dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,102 @@
+"""Exact conversion and validation of the numbers privacy parameters are made of.
+
+A privacy parameter is an ``int``, a ``float`` or a ``fractions.Fraction``. A float is an exact
+binary rational, so ``Fraction(x)`` is the value the sampler really uses; we never round it
+through a decimal string. ``bool`` is refused (``True`` is an ``int`` in Python, but a flag
+passed as sigma is a bug, not a number).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
+
+Number = int | float | Fraction
+
+
+def check_number(name: str, value: object) -> Number:
+    """Return ``value`` unchanged if it is a real number of an accepted type, else raise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        # numpy scalars are accepted by converting them to the Python type they represent.
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+        raise DpcoreTypeError(
+            f"{name} must be an int, float or Fraction, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and math.isnan(value):
+        raise InvalidArgumentError(f"{name} must not be NaN, got {value!r}")
+    return value
+
+
+def finite(name: str, value: object) -> Number:
+    value = check_number(name, value)
+    if isinstance(value, float) and math.isinf(value):
+        raise InvalidArgumentError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def positive(name: str, value: object) -> Number:
+    """A finite number > 0."""
+    value = finite(name, value)
+    if value <= 0:
+        raise InvalidArgumentError(f"{name} must be > 0, got {value!r}")
+    return value
+
+
+def nonnegative(name: str, value: object) -> Number:
+    """A finite number >= 0."""
+    value = finite(name, value)
+    if value < 0:
+        raise InvalidArgumentError(f"{name} must be >= 0, got {value!r}")
+    return value
+
+
+def probability(name: str, value: object) -> Number:
+    """A number in the open interval (0, 1), as delta must be."""
+    value = finite(name, value)
+    if not 0 < value < 1:
+        raise InvalidArgumentError(f"{name} must be in (0, 1), got {value!r}")
+    return value
+
+
+def positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DpcoreTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise InvalidArgumentError(f"{name} must be >= 1, got {value!r}")
+    return int(value)
+
+
+def exact(value: Number) -> Fraction:
+    """The exact rational value of a finite int, float or Fraction."""
+    return Fraction(value)
+
+
+def encode(value: Number) -> str:
+    """Serialise a parameter so that :func:`decode` returns exactly the same value and type.
+
+    Floats use ``float.hex`` (``"0x1.8p+0"``): exact and unambiguous, where a decimal string
+    such as ``"0.1"`` would be read back as the rational 1/10 instead of the binary float the
+    sampler used. Ints and Fractions use ``str(Fraction)`` (``"3"``, ``"3/2"``).
+    """
+    if isinstance(value, float):
+        return value.hex()
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        return str(Fraction(value))
+    raise DpcoreTypeError(f"cannot encode {type(value).__name__} {value!r}")
+
+
+def decode(text: str) -> Number:
+    """Inverse of :func:`encode`: a float for hex text, an int or Fraction otherwise."""
+    if not isinstance(text, str):
+        raise DpcoreTypeError(f"encoded number must be a string, got {type(text).__name__}")
+    if "0x" in text.lower():
+        value = float.fromhex(text)
+        if not math.isfinite(value):
+            raise InvalidArgumentError(f"encoded number must be finite, got {text!r}")
+        return value
+    value = Fraction(text)
+    return value.numerator if value.denominator == 1 else value

@@ -1,0 +1,448 @@
+"""The ``dpcore`` command: synth, verify, evaluate, schema infer, proofs.
+
+Exit codes: 0 success; 2 usage or input error (one line naming the problem, no traceback);
+3 privacy refusal (the filter refused a charge) or a ledger that does not verify.
+Every output file is written to a temporary file and renamed into place, so a failed run
+leaves no partial CSV. The ledger is the exception by design: the privacy filter saves it
+(atomically) after every charge, so budget spent by a run that later fails stays on record.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_OK, EXIT_INPUT, EXIT_PRIVACY = 0, 2, 3
+MECHANISMS = ("aim", "mst", "mwem", "independent")
+DATA_DIR = Path(__file__).resolve().parent / "data"
+RESULT_FORMAT = "dpcore-result"
+
+
+class CliError(Exception):
+    """An input problem: printed as one line, exit 2 (or ``code``)."""
+
+    def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line on stderr, exit 2 (argparse's code too)
+        self.exit(EXIT_INPUT, f"dpcore: error: {message} (see {self.prog} --help)\n")
+
+
+# ------------------------------------------------------------------------ shared helpers
+def bundled_datasets() -> list[str]:
+    return sorted(p.name for p in DATA_DIR.iterdir() if (p / "schema.json").is_file())
+
+
+def _bundled(name: str) -> tuple[Path, Path]:
+    if name not in bundled_datasets():
+        raise CliError(f"--dataset must be one of {bundled_datasets()}, got {name!r}")
+    folder = DATA_DIR / name
+    return next(folder.glob("*-raw.csv")), folder / "schema.json"
+
+
+def _data_and_schema(args: argparse.Namespace, data_attr: str = "data") -> tuple[Path, Any]:
+    from dpcore.schema import Schema
+    data = getattr(args, data_attr)
+    if args.dataset is not None:
+        if data is not None or args.schema is not None:
+            raise CliError(f"give either --dataset or --{data_attr.replace('_', '-')} with "
+                           f"--schema, not both")
+        data_path, schema_path = _bundled(args.dataset)
+        return (data_path if data_attr == "data" or data is None else Path(data),
+                Schema.load(schema_path))
+    if data is None or args.schema is None:
+        raise CliError(f"give --{data_attr.replace('_', '-')} DATA.csv with --schema S.json, "
+                       f"or --dataset NAME")
+    return Path(data), Schema.load(args.schema)
+
+
+def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = False) -> None:
+    """Fail before any budget is spent if an output cannot be written."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise CliError(f"{label} {path!r} is a directory")
+    if must_not_exist and target.exists():
+        raise CliError(f"{label} {path!r} already exists; refusing to overwrite a record of "
+                       f"spent budget (choose a new path)")
+    parent = target.parent
+    if not parent.is_dir():
+        raise CliError(f"cannot write {label} {path!r}: directory {str(parent)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=parent)
+    except OSError as err:
+        raise CliError(f"cannot write {label} {path!r}: {err.strerror}") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _positive(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CliError(f"{name} must be a number, got {text!r}") from None
+    return value
+
+
+def _atomic_json(path: str | os.PathLike, obj: Any) -> None:
+    from dpcore.schema import atomic_write_text
+    atomic_write_text(path, json.dumps(obj, indent=1) + "\n")
+
+
+def _progress(args: argparse.Namespace, total_rho: Fraction, label: str):
+    """A tqdm bar over the share of the budget spent (stderr; off unless a TTY)."""
+    if args.quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+    return tqdm(total=100.0, desc=label, unit="% budget", file=sys.stderr, leave=False,
+                bar_format="{desc}: {percentage:3.0f}% of budget |{bar}| {elapsed} {postfix}")
+
+
+# ------------------------------------------------------------------------ synth
+def _cmd_synth(args: argparse.Namespace) -> int:
+    from dpcore.encoding import decode_codes, read_codes, write_table
+    from mechanisms.synthesizer import Synthesizer
+
+    epsilon = _positive("--epsilon", args.epsilon)
+    delta = _positive("--delta", args.delta)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
+    if not 0 < delta < 1:
+        raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+    if args.rows is not None and args.rows < 1:
+        raise CliError(f"--rows must be >= 1, got {args.rows}")
+    for label, a, b in (("--out", args.out, args.ledger), ("--out", args.out, args.result),
+                        ("--ledger", args.ledger, args.result)):
+        if b is not None and os.path.abspath(a) == os.path.abspath(b):
+            raise CliError(f"{label} and another output are the same file {a!r}")
+    _probe_writable(args.out, "--out")
+    _probe_writable(args.ledger, "--ledger", must_not_exist=True)
+    _probe_writable(args.result, "--result")
+    data_path, schema = _data_and_schema(args)
+    options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger}
+    if args.mechanism in ("aim", "mwem"):
+        options.update(workload=args.workload, max_model_size=args.max_model_size,
+                       rounds=args.rounds)
+    elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
+        raise CliError(f"--workload, --max-model-size and --rounds apply to aim and mwem, "
+                       f"not {args.mechanism}")
+    synth = Synthesizer.create(args.mechanism, epsilon=epsilon, delta=delta, **options)
+    if args.mechanism in ("aim", "mwem"):
+        from dpcore.evaluation import parse_workload
+        parse_workload(args.workload, schema.names)  # fail on a bad workload before reading data
+
+    started = time.perf_counter()
+    codes = read_codes(data_path, schema, sep=args.delimiter)
+    if not args.quiet:
+        print(f"dpcore: read {len(codes)} rows x {codes.shape[1]} columns from {data_path}",
+              file=sys.stderr)
+    from dpcore.accounting import approx_dp_to_zcdp
+    bar = _progress(args, Fraction(approx_dp_to_zcdp(epsilon, delta)), args.mechanism.upper())
+    budget = Fraction(approx_dp_to_zcdp(epsilon, delta))
+
+    def on_round(record: Any) -> None:
+        if bar is not None:
+            bar.update(float(Fraction(record.rho) / budget) * 100)
+            bar.set_postfix_str(f"round {record.index + 1} {'x'.join(record.clique)}")
+
+    try:
+        synth.fit_codes(codes, schema, callback=on_round, rows=args.rows)
+    finally:
+        if bar is not None:
+            bar.close()
+    out_codes = synth.sample_codes()
+    if schema.encoded:
+        import pandas as pd
+        frame = pd.DataFrame(out_codes.astype("int64"), columns=list(schema.names))
+    else:
+        frame = decode_codes(out_codes, schema, seed=args.seed)
+    missing = schema.missing_values[0] if schema.missing_values else ""
+    write_table(frame, args.out, missing_token=missing, sep=args.delimiter)
+    elapsed = time.perf_counter() - started
+    result = synth.result
+    if args.result is not None:
+        _atomic_json(args.result, _result_document(args, synth, data_path, elapsed))
+    if not args.quiet:
+        _print_summary(args, synth, len(frame), elapsed)
+    return EXIT_OK
+
+
+def _result_document(args: argparse.Namespace, synth: Any, data_path: Path,
+                     elapsed: float) -> dict[str, Any]:
+    result, ledger = synth.result, synth.ledger
+    doc: dict[str, Any] = {
+        "format": RESULT_FORMAT, "version": 1, "mechanism": args.mechanism,
+        "epsilon": synth.epsilon, "delta": synth.delta,
+        "rho_budget": str(ledger.budget), "rho_spent": str(ledger.spent),
+        "data": str(data_path), "out": str(args.out), "ledger": str(args.ledger),
+        "rows": len(result.synthetic), "rounds": len(result.rounds),
+        "timings": {k: round(v, 4) for k, v in result.timings.items()},
+        "seconds": round(elapsed, 3),
+        "measured": [{"index": r.index, "kind": r.kind, "attrs": list(r.clique),
+                      "sigma": r.sigma, "epsilon": r.epsilon, "rho": str(r.rho)}
+                     for r in result.rounds],
+    }
+    bounds = result.confidence_bounds
+    if bounds:
+        doc["confidence_bounds"] = [
+            {"attrs": list(b.clique), "bound": b.bound if math.isfinite(b.bound) else None,
+             "level": b.level, "supported": b.supported} for b in bounds.values()]
+    return doc
+
+
+def _print_summary(args: argparse.Namespace, synth: Any, rows: int, elapsed: float) -> None:
+    from dpcore.accounting import zcdp_to_approx_dp
+    ledger = synth.ledger
+    spent = Fraction(ledger.spent)
+    eps = float(zcdp_to_approx_dp(spent, synth.delta)) if spent > 0 else 0.0
+    rounds = len(synth.result.rounds)
+    print(f"dpcore: {args.mechanism.upper()} finished in {elapsed:.1f} s: {rounds} rounds, "
+          f"spent rho = {float(spent):.6g} of {float(ledger.budget):.6g} "
+          f"= ({eps:.4g}, {synth.delta:g})-DP; wrote {rows} rows to {args.out}, "
+          f"ledger {args.ledger}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------ verify
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from dpcore.accounting import verify_ledger
+    path = Path(args.ledger)
+    if not path.is_file():
+        raise CliError(f"ledger {args.ledger!r}: no such file")
+    try:
+        report = verify_ledger(path)
+    except (ValueError, OSError) as err:  # unreadable / truncated / not a ledger
+        raise CliError(f"ledger {args.ledger!r} does not verify: {err}", EXIT_PRIVACY) from None
+    if args.json:
+        print(json.dumps({"ok": bool(report.ok), "entries": report.entries,
+                          "rho_spent": None if report.rho_spent is None else str(report.rho_spent),
+                          "rho_budget": None if report.rho_budget is None
+                          else str(report.rho_budget),
+                          "epsilon": report.epsilon, "delta": report.delta,
+                          "reasons": list(report.reasons)}, indent=1))
+    else:
+        print(report.summary())
+    if not report.ok:
+        why = "; ".join(report.reasons) or "no reason given"
+        raise CliError(f"ledger {args.ledger!r} does NOT verify: {why}", EXIT_PRIVACY)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------ evaluate
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from dpcore.encoding import read_codes
+    from dpcore.evaluation import evaluate
+
+    real_path, schema = _data_and_schema(args, "real")
+    if args.report is not None:
+        report_dir = Path(args.report)
+        if report_dir.exists() and not report_dir.is_dir():
+            raise CliError(f"--report {args.report!r} exists and is not a directory")
+        if not report_dir.parent.is_dir():
+            raise CliError(f"--report {args.report!r}: parent directory does not exist")
+    result_doc = _load_result(args.result) if args.result is not None else None
+    real = read_codes(real_path, schema, sep=args.delimiter)
+    synth = read_codes(args.synth, schema, sep=args.delimiter)
+    evaluation = evaluate(real, synth, schema.domain_dict(), args.workload)
+    if args.json:
+        print(json.dumps(evaluation.to_dict(), indent=1))
+    else:
+        print(f"workload error {evaluation.workload_error:.4f} (AIM Definition 2, mean L1 of "
+              f"normalised marginals, in [0, 2]) over {len(evaluation.marginals)} marginals; "
+              f"real {evaluation.rows_real} rows, synthetic {evaluation.rows_synthetic} rows")
+        worst = sorted(evaluation.marginals, key=lambda m: -m.error)[:10]
+        print("worst marginals:")
+        for m in worst:
+            print(f"  {m.error:.4f}  {' x '.join(m.attrs)}")
+    if args.report is not None:
+        from dpcore.report import write_report
+        index = write_report(args.report, real, synth, schema, evaluation, result_doc)
+        if not args.json:
+            print(f"report: {index}")
+    return EXIT_OK
+
+
+def _load_result(path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise CliError(f"--result {path!r}: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise CliError(f"--result {path!r} is not valid JSON: {err}") from None
+    if not isinstance(doc, dict) or doc.get("format") != RESULT_FORMAT:
+        raise CliError(f"--result {path!r} is not a dpcore result file (written by "
+                       f"dpcore synth --result)")
+    return doc
+
+
+# ------------------------------------------------------------------------ schema infer
+def _parse_bounds(items: Sequence[str]) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    for item in items:
+        name, _, rng = item.partition("=")
+        lo, sep, hi = rng.partition(":")
+        if not name or not sep:
+            raise CliError(f"--bounds must look like COLUMN=LOWER:UPPER, got {item!r}")
+        try:
+            pair = tuple(int(x) if x.strip().lstrip("-").isdigit() else float(x)
+                         for x in (lo, hi))
+        except ValueError:
+            raise CliError(f"--bounds {item!r}: bounds must be numbers") from None
+        if not pair[0] < pair[1]:
+            raise CliError(f"--bounds {item!r}: LOWER must be < UPPER")
+        out[name] = pair  # type: ignore[assignment]
+    return out
+
+
+def _parse_categories(items: Sequence[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, cats = item.partition("=")
+        labels = cats.split(",")
+        if not name or not sep or not cats or len(set(labels)) != len(labels):
+            raise CliError(f"--categories must look like COLUMN=a,b,c (distinct labels), "
+                           f"got {item!r}")
+        out[name] = labels
+    return out
+
+
+def _cmd_schema_infer(args: argparse.Namespace) -> int:
+    from dpcore.encoding import infer_schema, iter_table_chunks
+    bounds, cats = _parse_bounds(args.bounds), _parse_categories(args.categories)
+    both = sorted(set(bounds) & set(cats))
+    if both:
+        raise CliError(f"column {both[0]!r} has both --bounds and --categories")
+    if args.out is not None:
+        _probe_writable(args.out, "--out")
+    schema = infer_schema(iter_table_chunks(args.data, sep=args.delimiter), bounds=bounds,
+                          categories=cats, bins=args.bins, missing_values=args.missing_values)
+    if schema.warning:
+        print(f"dpcore: WARNING: {schema.warning}", file=sys.stderr)
+    if args.out is None:
+        print(json.dumps(schema.to_dict(), indent=1))
+    else:
+        schema.save(args.out)
+        print(f"dpcore: wrote draft schema {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------ proofs
+def _cmd_proofs(args: argparse.Namespace) -> int:
+    try:
+        import proofs
+    except ImportError:
+        raise CliError("the proofs package is not installed") from None
+    run_all = getattr(proofs, "run_all", None)
+    if run_all is None:
+        raise CliError("proofs.run_all is missing from the installed proofs package")
+    ok = run_all()
+    return EXIT_OK if ok in (None, True) or (not isinstance(ok, bool) and _all_ok(ok)) \
+        else EXIT_PRIVACY
+
+
+def _all_ok(results: Any) -> bool:
+    try:
+        return all(getattr(r, "ok", r) for r in results)
+    except TypeError:
+        return bool(results)
+
+
+# ------------------------------------------------------------------------ parser
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dpcore", description="Differentially private synthetic data with a "
+                "verifiable privacy ledger.")
+    from dpcore import __version__
+    p.add_argument("--version", action="version", version=f"dpcore {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("synth", help="fit a mechanism and write synthetic data + ledger")
+    s.add_argument("--mechanism", choices=MECHANISMS, default="aim")
+    s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
+    s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
+    s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "
+                   f"({', '.join(bundled_datasets())})")
+    s.add_argument("--epsilon", required=True, help="(epsilon, delta)-DP budget: epsilon > 0")
+    s.add_argument("--delta", required=True, help="delta in (0, 1), e.g. 1e-9")
+    s.add_argument("--workload", default="all-3way",
+                   help="all-2way, all-3way (default) or a JSON file of marginals (aim, mwem)")
+    s.add_argument("--rows", type=int, help="synthetic rows (default: the noisy total)")
+    s.add_argument("--seed", type=int, help="fix noise and sampling (testing only)")
+    s.add_argument("--max-model-size", type=float, help="junction-tree cap in MB (aim, mwem)")
+    s.add_argument("--rounds", type=int, help="rounds: AIM's T or MWEM's count")
+    s.add_argument("--delimiter", default=",", help="CSV delimiter (default ',')")
+    s.add_argument("--out", required=True, help="synthetic CSV to write")
+    s.add_argument("--ledger", required=True, help="ledger JSON to write (must not exist)")
+    s.add_argument("--result", help="also write a result JSON (rounds, AIM's confidence bounds)")
+    s.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    s.set_defaults(func=_cmd_synth)
+
+    v = sub.add_parser("verify", help="verify a ledger independently (exit 0 only if valid)")
+    v.add_argument("ledger")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_cmd_verify)
+
+    e = sub.add_parser("evaluate", help="workload error of synthetic vs real data (not private)")
+    e.add_argument("--real", help="the real CSV")
+    e.add_argument("--synth", required=True, help="the synthetic CSV")
+    e.add_argument("--schema")
+    e.add_argument("--dataset", help="bundled dataset: its data as --real and its schema")
+    e.add_argument("--workload", default="all-3way")
+    e.add_argument("--delimiter", default=",")
+    e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.add_argument("--report", help="directory for the HTML + PNG report")
+    e.add_argument("--result", help="result JSON from dpcore synth --result (AIM bounds)")
+    e.set_defaults(func=_cmd_evaluate)
+
+    sc = sub.add_parser("schema", help="schema tools")
+    ssub = sc.add_subparsers(dest="schema_command", required=True, parser_class=_Parser)
+    inf = ssub.add_parser("infer", help="draft a schema from data (NOT private)")
+    inf.add_argument("data")
+    inf.add_argument("--out", help="write here instead of stdout")
+    inf.add_argument("--bounds", action="append", default=[], metavar="COL=LO:HI",
+                     help="public bounds of a numeric column (integer if both are)")
+    inf.add_argument("--categories", action="append", default=[], metavar="COL=a,b,c",
+                     help="public categories of a column")
+    inf.add_argument("--bins", type=int, default=32, help="bins per numeric column")
+    inf.add_argument("--missing-values", action="append", default=None, metavar="TOKEN",
+                     help="a token meaning missing (repeatable; default: empty field)")
+    inf.add_argument("--delimiter", default=",")
+    inf.set_defaults(func=_cmd_schema_infer)
+
+    pr = sub.add_parser("proofs", help="run the privacy proof checks and print the table")
+    pr.set_defaults(func=_cmd_proofs)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    args = build_parser().parse_args(argv)
+    if getattr(args, "missing_values", "unset") is None:
+        args.missing_values = [""]
+    from dpcore.errors import DpcoreError
+    try:
+        return args.func(args)
+    except CliError as err:
+        print(f"dpcore: error: {err}", file=sys.stderr)
+        return err.code
+    except DpcoreError as err:
+        code = EXIT_PRIVACY if type(err).__name__ in ("BudgetExceededError",) else EXIT_INPUT
+        kind = "privacy refusal" if code == EXIT_PRIVACY else "error"
+        print(f"dpcore: {kind}: {err}", file=sys.stderr)
+        return code
+    except KeyboardInterrupt:
+        print("dpcore: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

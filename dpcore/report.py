@@ -1,0 +1,179 @@
+"""An evaluation report: PNG plots and a small HTML page (``dpcore evaluate --report DIR``).
+
+Plots: real vs synthetic 1-way histograms, the per-marginal workload error, and, when the
+result file of an AIM run is given, AIM's confidence bounds (AIM paper Sec. 5, one-sided,
+L1 error in counts) against the true errors. The report reads the real data: it is for the
+data steward and is not itself differentially private.
+"""
+from __future__ import annotations
+
+import html
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpcore.evaluation import EvaluationResult
+from dpcore.schema import CategoricalColumn, NumericColumn, Schema, atomic_write_text
+
+_MAX_TICKS = 24
+
+
+def _pyplot():
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig: Any, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    try:
+        fig.savefig(tmp, dpi=90, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _labels(col: Any) -> list[str]:
+    if isinstance(col, CategoricalColumn):
+        out = list(col.categories) + ([col.other] if col.other is not None else [])
+    elif isinstance(col, NumericColumn):
+        e = col.edges
+        out = [f"{e[k]:g}" for k in range(col.bins)]
+    else:
+        out = [str(k) for k in range(col.size)]
+    return out + (["<missing>"] if getattr(col, "missing_code", None) is not None else [])
+
+
+def oneway_plot(real: np.ndarray, synth: np.ndarray, schema: Schema, path: Path) -> None:
+    plt = _pyplot()
+    d = len(schema)
+    ncols = min(3, d)
+    nrows = math.ceil(d / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 2.8 * nrows), squeeze=False)
+    for j, col in enumerate(schema.columns):
+        ax = axes[j // ncols][j % ncols]
+        size = col.size
+        p = np.bincount(real[:, j].astype(np.intp), minlength=size) / max(len(real), 1)
+        q = np.bincount(synth[:, j].astype(np.intp), minlength=size) / max(len(synth), 1)
+        x = np.arange(size)
+        ax.bar(x - 0.2, p, width=0.4, label="real")
+        ax.bar(x + 0.2, q, width=0.4, label="synthetic")
+        ax.set_title(col.name, fontsize=9)
+        if size <= _MAX_TICKS:
+            ax.set_xticks(x)
+            ax.set_xticklabels(_labels(col), rotation=70, fontsize=6)
+        ax.tick_params(axis="y", labelsize=6)
+        if j == 0:
+            ax.legend(fontsize=7)
+    for j in range(d, nrows * ncols):
+        axes[j // ncols][j % ncols].axis("off")
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
+def error_plot(evaluation: EvaluationResult, path: Path) -> None:
+    plt = _pyplot()
+    errors = sorted((m.error for m in evaluation.marginals), reverse=True)
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.plot(np.arange(1, len(errors) + 1), errors, marker=".", linewidth=0.8)
+    ax.axhline(evaluation.workload_error, color="gray", linestyle="--",
+               label=f"workload error {evaluation.workload_error:.4f}")
+    ax.set_xlabel("marginal (sorted by error)")
+    ax.set_ylabel("L1 error (normalised)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
+def bound_pairs(real: np.ndarray, synth: np.ndarray, schema: Schema,
+                bounds: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], float, float]]:
+    """(attrs, true L1 error in counts, bound) for every finite bound."""
+    names = list(schema.names)
+    shape = [c.size for c in schema.columns]
+    out = []
+    for b in bounds:
+        if b.get("bound") is None or not all(a in names for a in b["attrs"]):
+            continue
+        axes = [names.index(a) for a in b["attrs"]]
+        sizes = [shape[a] for a in axes]
+        def counts(codes: np.ndarray) -> np.ndarray:
+            flat = np.ravel_multi_index(tuple(codes[:, a].astype(np.intp) for a in axes), sizes)
+            return np.bincount(flat, minlength=math.prod(sizes)).astype(np.float64)
+        true = float(np.abs(counts(real) - counts(synth)).sum())
+        out.append((tuple(b["attrs"]), true, float(b["bound"])))
+    return out
+
+
+def bounds_plot(pairs: list[tuple[tuple[str, ...], float, float]], level: float,
+                path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5, 5))
+    true = np.array([t for _, t, _ in pairs])
+    bound = np.array([b for _, _, b in pairs])
+    colors = ["tab:blue" if t <= b else "tab:red" for t, b in zip(true, bound)]
+    ax.scatter(bound, true, s=8, c=colors)
+    top = max(float(bound.max()), float(true.max())) * 1.05
+    ax.plot([0, top], [0, top], color="gray", linewidth=0.8)
+    ax.set_xlabel(f"AIM confidence bound ({level:.0%}), L1 in counts")
+    ax.set_ylabel("true error, L1 in counts")
+    ax.set_title("bounds hold below the diagonal", fontsize=9)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
+def write_report(directory: str | os.PathLike, real: np.ndarray, synth: np.ndarray,
+                 schema: Schema, evaluation: EvaluationResult,
+                 result: dict[str, Any] | None = None) -> Path:
+    """Write ``index.html`` and its PNGs into ``directory`` (created if needed); return the
+    page's path."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    oneway_plot(real, synth, schema, out / "oneway.png")
+    error_plot(evaluation, out / "marginal_errors.png")
+    esc = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>dpcore evaluation</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "td,th{padding:2px 8px;text-align:left}</style></head><body>",
+        "<h1>dpcore evaluation report</h1>",
+        "<p><b>Not private:</b> this report reads the real data. Share the synthetic data and "
+        "the ledger, not this page.</p>",
+        f"<p>Workload error (AIM Definition 2, mean L1 distance of normalised marginals, "
+        f"0 = perfect, 2 = disjoint): <b>{evaluation.workload_error:.4f}</b> over "
+        f"{len(evaluation.marginals)} marginals. Real rows: {evaluation.rows_real}; "
+        f"synthetic rows: {evaluation.rows_synthetic}.</p>",
+    ]
+    if result is not None:
+        parts.append(f"<p>Run: {esc(str(result.get('mechanism')))} at epsilon = "
+                     f"{esc(str(result.get('epsilon')))}, delta = {esc(str(result.get('delta')))}"
+                     f", {esc(str(result.get('rounds')))} rounds, "
+                     f"{esc(str(result.get('seconds')))} s.</p>")
+    parts += ["<h2>1-way marginals: real vs synthetic</h2>", "<img src='oneway.png' alt='1-way'>",
+              "<h2>Per-marginal error</h2>", "<img src='marginal_errors.png' alt='errors'>",
+              "<table><tr><th>error</th><th>marginal</th></tr>"]
+    for m in sorted(evaluation.marginals, key=lambda m: -m.error)[:25]:
+        parts.append(f"<tr><td>{m.error:.4f}</td><td>{esc(' x '.join(m.attrs))}</td></tr>")
+    parts.append("</table>")
+    bounds = (result or {}).get("confidence_bounds")
+    if bounds:
+        pairs = bound_pairs(real, synth, schema, bounds)
+        if pairs:
+            level = float(bounds[0].get("level", 0.95))
+            bounds_plot(pairs, level, out / "confidence_bounds.png")
+            held = sum(t <= b for _, t, b in pairs)
+            parts += ["<h2>AIM confidence bounds vs true error</h2>",
+                      f"<p>{held} of {len(pairs)} finite bounds hold (each is a one-sided "
+                      f"{level:.0%} bound; AIM paper Sec. 5).</p>",
+                      "<img src='confidence_bounds.png' alt='bounds'>"]
+    parts.append("</body></html>\n")
+    index = out / "index.html"
+    atomic_write_text(index, "\n".join(parts))
+    return index

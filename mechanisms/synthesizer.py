@@ -1,0 +1,253 @@
+"""A scikit-learn-style front end: ``AIM(epsilon=1, delta=1e-9).fit(df, schema=s).sample(n)``.
+
+Each synthesizer wraps one mechanism. ``fit`` encodes the DataFrame under a public
+:class:`~dpcore.schema.Schema`, spends the whole (ε, δ) budget through a
+:class:`~dpcore.Curator` and keeps the result; ``sample`` draws any number of rows from the
+fitted model and decodes them, which is post-processing and costs no budget.
+
+>>> import pandas as pd
+>>> df = pd.DataFrame({"sex": ["F", "M"] * 50, "smoker": ["no", "no", "yes", "no"] * 25})
+>>> schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+...                       "smoker": {"type": "categorical", "categories": ["no", "yes"]}}}
+>>> synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-6, seed=0).fit(df, schema=schema)
+>>> sample = synth.sample(10, seed=0)
+>>> list(sample.columns), len(sample)
+(['sex', 'smoker'], 10)
+>>> report = synth.verify()
+>>> report.ok, float(synth.ledger.spent) <= float(synth.ledger.budget)
+(True, True)
+"""
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from dpcore.encoding import decode_codes, encode_frame
+from dpcore.errors import InvalidArgumentError
+from dpcore.evaluation import WorkloadSpec, parse_workload
+from dpcore.schema import Schema
+
+from .result import MechanismResult, RoundRecord
+
+SchemaLike = Union[Schema, Mapping[str, Any], str, "os.PathLike[str]"]
+
+__all__ = ["AIM", "MST", "MWEM", "Independent", "Synthesizer"]
+
+
+def as_schema(schema: SchemaLike | None) -> Schema:
+    """A Schema from a Schema, a dict (schema or mbi domain) or a JSON file path."""
+    if schema is None:
+        raise InvalidArgumentError(
+            "schema is required: pass the public schema (a dpcore schema or a {column: size} "
+            "domain). dpcore.encoding.infer_schema drafts one, but reading the data to build a "
+            "schema is not private")
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, Mapping):
+        return Schema.from_dict(schema)
+    return Schema.load(schema)
+
+
+class Synthesizer:
+    """Base class: holds the budget, runs the mechanism, samples and decodes.
+
+    ``epsilon``, ``delta``: the (ε, δ)-DP guarantee; the budget is the largest ρ-zCDP that
+    implies it (Canonne-Kamath-Steinke conversion, see ``dpcore.accounting``). ``seed`` makes a
+    run reproducible (noise and sampling); without it noise is seeded from OS entropy, which is
+    what a real release must use. ``ledger_path``: where the filter saves the ledger after every
+    charge (must not exist yet).
+    """
+
+    name: ClassVar[str] = ""
+    _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
+
+    def __init__(self, epsilon: float, delta: float, *, seed: int | None = None,
+                 ledger_path: str | os.PathLike | None = None) -> None:
+        for label, value, ok in (("epsilon", epsilon, lambda v: v > 0),
+                                 ("delta", delta, lambda v: 0 < v < 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not (
+                    np.isfinite(float(value)) and ok(value)):
+                rule = "> 0 and finite" if label == "epsilon" else "in (0, 1)"
+                raise InvalidArgumentError(f"{label} must be {rule}, got {value!r}")
+        self.epsilon, self.delta, self.seed = epsilon, delta, seed
+        self.ledger_path = ledger_path
+        self.schema_: Schema | None = None
+        self.result_: MechanismResult | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            Synthesizer._registry[cls.name] = cls
+
+    @classmethod
+    def create(cls, name: str, **kwargs: Any) -> "Synthesizer":
+        """A synthesizer by name: "aim", "mst", "mwem" or "independent"."""
+        try:
+            return cls._registry[name.lower()](**kwargs)
+        except KeyError:
+            raise InvalidArgumentError(f"mechanism must be one of {sorted(cls._registry)}, "
+                                       f"got {name!r}") from None
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, data: pd.DataFrame, schema: SchemaLike | None = None, *,
+            callback: Callable[[RoundRecord], None] | None = None,
+            rows: int | None = None) -> "Synthesizer":
+        """Encode ``data`` under ``schema`` and run the mechanism, spending the whole budget."""
+        if not isinstance(data, pd.DataFrame):
+            raise InvalidArgumentError(f"data must be a pandas DataFrame, got "
+                                       f"{type(data).__name__}")
+        s = as_schema(schema)
+        return self.fit_codes(encode_frame(data, s), s, callback=callback, rows=rows)
+
+    def fit_codes(self, codes: np.ndarray, schema: Schema, *,
+                  callback: Callable[[RoundRecord], None] | None = None,
+                  rows: int | None = None) -> "Synthesizer":
+        """Run on an already encoded ``N x d`` code array (what the CLI uses for big files).
+        ``rows``: size of the result's synthetic table (default: the model's noisy total)."""
+        from dpcore import Curator, Dataset
+        from dpcore.accounting import PrivacyFilter
+
+        if self.result_ is not None:
+            raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
+                                       "spent); create a new one")
+        dataset = Dataset(codes, schema.domain())
+        privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
+                                                      ledger_path=self.ledger_path)
+        curator = Curator(dataset, privacy_filter, seed=self.seed)
+        self.schema_ = schema
+        self.result_ = self._run(curator, callback=callback, rows=rows)
+        return self
+
+    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+        raise NotImplementedError  # each subclass calls its mechanism
+
+    def _fitted(self) -> MechanismResult:
+        if self.result_ is None:
+            raise InvalidArgumentError("call fit() before using the fitted synthesizer")
+        return self.result_
+
+    # ------------------------------------------------------------------ results
+    @property
+    def result(self) -> MechanismResult:
+        """The mechanism's :class:`~mechanisms.result.MechanismResult`."""
+        return self._fitted()
+
+    @property
+    def model(self) -> Any:
+        """The fitted :class:`~dpcore.inference.GraphicalModel` (public)."""
+        return self._fitted().model
+
+    @property
+    def ledger(self) -> Any:
+        """The privacy ledger of the fit (every charge, exact ρ)."""
+        return self._fitted().ledger
+
+    def verify(self) -> Any:
+        """Run the independent ledger verifier on this fit's ledger."""
+        from dpcore.accounting import verify_ledger
+        return verify_ledger(self.ledger)
+
+    def sample_codes(self, n: int | None = None, *, seed: int | None = None) -> np.ndarray:
+        """``n`` synthetic rows as codes (default: the mechanism's own synthetic table)."""
+        result = self._fitted()
+        if n is None:
+            return np.asarray(result.synthetic.records)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
+        data = result.model.synthetic_data(int(n), seed=self.seed if seed is None else seed)
+        return np.asarray(data.records)
+
+    def sample(self, n: int | None = None, *, seed: int | None = None) -> pd.DataFrame:
+        """``n`` decoded synthetic rows (post-processing: no budget is spent)."""
+        codes = self.sample_codes(n, seed=seed)
+        assert self.schema_ is not None
+        if self.schema_.encoded:
+            return pd.DataFrame(codes.astype(np.int64), columns=list(self.schema_.names))
+        return decode_codes(codes, self.schema_, seed=self.seed if seed is None else seed)
+
+    def confidence_bounds(self) -> pd.DataFrame:
+        """AIM's per-marginal confidence bounds (AIM paper Sec. 5) as a DataFrame with columns
+        attrs, bound (L1 error in counts), level, supported; other mechanisms have none."""
+        bounds = self._fitted().confidence_bounds
+        if bounds is None:
+            raise InvalidArgumentError(f"{type(self).__name__} provides no confidence bounds "
+                                       f"(only AIM does)")
+        rows = [{"attrs": tuple(b.clique), "bound": float(b.bound), "level": float(b.level),
+                 "supported": bool(b.supported)} for b in bounds.values()]
+        return pd.DataFrame(rows, columns=["attrs", "bound", "level", "supported"])
+
+
+class _WorkloadSynthesizer(Synthesizer):
+    def __init__(self, epsilon: float, delta: float, *, workload: WorkloadSpec = "all-3way",
+                 seed: int | None = None, ledger_path: str | os.PathLike | None = None,
+                 max_model_size: float | None = None, rounds: int | None = None) -> None:
+        super().__init__(epsilon, delta, seed=seed, ledger_path=ledger_path)
+        self.workload, self.max_model_size, self.rounds = workload, max_model_size, rounds
+
+    def _workload(self) -> list:
+        assert self.schema_ is not None
+        return parse_workload(self.workload, self.schema_.names)
+
+    def _options(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.max_model_size is not None:
+            out["max_model_size"] = self.max_model_size
+        if self.rounds is not None:
+            out["rounds"] = self.rounds
+        return out
+
+
+class AIM(_WorkloadSynthesizer):
+    """AIM (McKenna et al. 2022), workload-adaptive; the recommended default.
+
+    ``workload``: "all-2way", "all-3way", a JSON file or a list of marginals (column-name
+    tuples, optionally ``(attrs, weight)``). ``max_model_size``: MB cap on the junction tree
+    (default 80). ``rounds``: AIM's T (default 16 x columns; at least the column count).
+    """
+
+    name = "aim"
+
+    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+        from .aim import aim
+        return aim(curator, self._workload(), synthetic_rows=rows, seed=self.seed,
+                   callback=callback, **self._options())
+
+
+class MWEM(_WorkloadSynthesizer):
+    """MWEM+PGM (AIM paper Alg. 1). ``rounds`` defaults to 10."""
+
+    name = "mwem"
+
+    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+        from .mwem import mwem
+        return mwem(curator, self._workload(), synthetic_rows=rows, seed=self.seed,
+                    callback=callback, **self._options())
+
+
+class MST(Synthesizer):
+    """MST (McKenna, Miklau, Sheldon 2021): 1-way marginals plus a private maximum spanning
+    tree of pairs; fast and strong on 2-way statistics."""
+
+    name = "mst"
+
+    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+        from .mst import mst
+        return mst(curator, synthetic_rows=rows, seed=self.seed, callback=callback)
+
+
+class Independent(Synthesizer):
+    """Every 1-way marginal, columns sampled independently: the baseline."""
+
+    name = "independent"
+
+    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+        from .independent import independent
+        return independent(curator, synthetic_rows=rows, seed=self.seed, callback=callback)
+
+
+def synthesizer_names() -> Sequence[str]:
+    return sorted(Synthesizer._registry)

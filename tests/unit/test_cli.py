@@ -1,0 +1,183 @@
+"""CLI input handling: every bad input exits 2 (or 3 for privacy) with one line naming the
+problem, and leaves no output file behind. These run in-process and stop before any
+mechanism runs, so they need no compiled kernels."""
+import json
+from pathlib import Path
+
+import pytest
+
+from dpcore.accounting import GaussianEvent, PrivacyFilter
+from dpcore.cli import main
+
+SCHEMA = {"format": "dpcore-schema", "missing_values": [""], "columns": {
+    "color": {"type": "categorical", "categories": ["red", "green", "blue"]},
+    "size": {"type": "numeric", "lower": 0, "upper": 10, "bins": 5, "integer": True},
+    "flag": {"type": "categorical", "categories": ["y", "n"]}}}
+ROWS = [("red", 1, "y"), ("green", 7, "n"), ("blue", 10, "y")] * 10
+
+
+@pytest.fixture
+def work(tmp_path):
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    lines = ["color,size,flag"] + [f"{c},{s},{f}" for c, s, f in ROWS]
+    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def synth_args(work, **overrides):
+    args = {"--mechanism": "mst", "--data": str(work / "data.csv"),
+            "--schema": str(work / "schema.json"), "--epsilon": "1", "--delta": "1e-6",
+            "--out": str(work / "out.csv"), "--ledger": str(work / "ledger.json")}
+    args.update(overrides)
+    argv = ["synth", "--quiet"]
+    for k, v in args.items():
+        if v is not None:
+            argv += [k, v]
+    return argv
+
+
+def run(argv, capsys):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def edit_data(work, old, new):
+    path = work / "data.csv"
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda w: edit_data(w, "green,7,n", "green,7,n,extra"), "malformed CSV"),
+    (lambda w: (w / "data.csv").write_text((w / "data.csv").read_text().replace(",", ";")),
+     "wrong delimiter"),
+    (lambda w: (w / "data.csv").write_text("\n".join(
+        ",".join(line.split(",")[:2]) for line in (w / "data.csv").read_text().splitlines())),
+     "lacks schema column(s) ['flag']"),
+    (lambda w: (w / "data.csv").write_text("\n".join(
+        line + (",z" if i == 0 else ",1")
+        for i, line in enumerate((w / "data.csv").read_text().splitlines()))),
+     "not in the schema"),
+    (lambda w: edit_data(w, "green,7,n", "purple,7,n"), "column 'color', row 2: value 'purple'"),
+    (lambda w: edit_data(w, "green,7,n", "green,NaN,n"), "column 'size', row 2: value 'NaN'"),
+    (lambda w: edit_data(w, "green,7,n", "green,11,n"), "above the upper bound 10"),
+    (lambda w: (w / "schema.json").write_text(json.dumps({"columns": dict(
+        SCHEMA["columns"], size={"type": "numeric", "bins": [0, 5, 3, 10]})})),
+     "bin edges must increase"),
+    (lambda w: (w / "schema.json").write_text("{"), "not valid JSON"),
+    (lambda w: (w / "data.csv").write_text(""), "empty"),
+])
+def test_bad_data_or_schema_exits_2_without_files(work, capsys, mutate, expected):
+    mutate(work)
+    code, err = run(synth_args(work), capsys)
+    assert code == 2
+    assert expected in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert not (work / "out.csv").exists() and not (work / "ledger.json").exists()
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    ({"--epsilon": "0"}, "--epsilon must be > 0"),
+    ({"--epsilon": "-1"}, "--epsilon must be > 0"),
+    ({"--epsilon": "nan"}, "--epsilon must be > 0"),
+    ({"--epsilon": "abc"}, "--epsilon must be a number"),
+    ({"--delta": "1"}, "--delta must be in (0, 1)"),
+    ({"--delta": "0"}, "--delta must be in (0, 1)"),
+    ({"--out": "/nonexistent-dir/out.csv"}, "does not exist"),
+    ({"--ledger": "/nonexistent-dir/l.json"}, "does not exist"),
+    ({"--out": "."}, "is a directory"),
+    ({"--data": None, "--schema": None}, "give --data DATA.csv with --schema"),
+    ({"--dataset": "nosuch", "--data": None, "--schema": None}, "--dataset must be one of"),
+    ({"--workload": "nosuch.json"}, "workload"),
+    ({"--mechanism": "aim", "--workload": "nosuch.json"}, "no such file"),
+    ({"--rows": "0"}, "--rows must be >= 1"),
+])
+def test_bad_arguments_exit_2(work, capsys, overrides, expected):
+    code, err = run(synth_args(work, **overrides), capsys)
+    assert code == 2 and expected in err and len(err.splitlines()) == 1
+    assert not (work / "out.csv").exists() and not (work / "ledger.json").exists()
+
+
+def test_existing_ledger_is_never_overwritten(work, capsys):
+    (work / "ledger.json").write_text("precious")
+    code, err = run(synth_args(work), capsys)
+    assert code == 2 and "refusing to overwrite" in err
+    assert (work / "ledger.json").read_text() == "precious"
+
+
+def test_unknown_mechanism_is_usage_error(work, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(synth_args(work, **{"--mechanism": "magic"}))
+    assert exit_info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    path = tmp_path / "ledger.json"
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=path)
+    f.charge(GaussianEvent(10.0), what={"op": "measure", "attrs": ["a"]})
+    f.charge(GaussianEvent(12.0), what={"op": "measure", "attrs": ["b"]})
+    return path
+
+
+def test_verify_ok(ledger, capsys):
+    assert main(["verify", str(ledger)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert main(["verify", "--json", str(ledger)]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda t: t[: len(t) // 2], "not valid JSON"),
+    (lambda t: t.replace('"b"', '"c"'), "hash"),
+    (lambda t: t.replace('"rho": "1/288"', '"rho": "1/2880"'), "entry 1"),
+    (lambda t: "[]", "ledger"),
+])
+def test_verify_rejects_truncated_or_tampered(ledger, capsys, damage, expected):
+    text = ledger.read_text()
+    assert '"rho": "1/288"' in text  # sigma = 12 costs 1 / (2 * 144)
+    ledger.write_text(damage(text))
+    code, err = run(["verify", str(ledger)], capsys)
+    assert code == 3 and expected in err and "does NOT verify" in err
+
+
+def test_verify_missing_file_is_input_error(tmp_path, capsys):
+    code, err = run(["verify", str(tmp_path / "none.json")], capsys)
+    assert code == 2 and "no such file" in err
+
+
+def test_schema_infer_warns_not_private(work, capsys):
+    code = main(["schema", "infer", str(work / "data.csv"), "--bounds", "size=0:10",
+                 "--out", str(work / "drafted.json")])
+    err = capsys.readouterr().err
+    assert code == 0 and "NOT PRIVATE" in err
+    drafted = json.loads((work / "drafted.json").read_text())
+    assert "NOT PRIVATE" in drafted["warning"] and "['color', 'flag']" in drafted["warning"]
+    assert drafted["columns"]["size"]["bins"][0] == 0
+    assert drafted["columns"]["color"]["categories"] == ["blue", "green", "red"]
+
+
+@pytest.mark.parametrize("flag, value", [("--bounds", "size=3"), ("--bounds", "size=5:1"),
+                                         ("--categories", "color=a,a")])
+def test_schema_infer_bad_flags(work, capsys, flag, value):
+    code, err = run(["schema", "infer", str(work / "data.csv"), flag, value], capsys)
+    assert code == 2 and flag in err
+
+
+def test_evaluate_json_and_report(work, capsys):
+    out = work / "report"
+    code = main(["evaluate", "--real", str(work / "data.csv"), "--synth", str(work / "data.csv"),
+                 "--schema", str(work / "schema.json"), "--workload", "all-2way", "--json",
+                 "--report", str(out)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["workload_error"] == 0.0 and len(doc["marginals"]) == 3
+    assert {p.name for p in out.iterdir()} == {"index.html", "oneway.png",
+                                               "marginal_errors.png"}
+
+
+def test_evaluate_bad_synthetic_names_the_file(work, capsys):
+    bad = work / "bad.csv"
+    bad.write_text("color,size,flag\nred,1,maybe\n")
+    code, err = run(["evaluate", "--real", str(work / "data.csv"), "--synth", str(bad),
+                     "--schema", str(work / "schema.json")], capsys)
+    assert code == 2 and "bad.csv" in err and "'maybe'" in err

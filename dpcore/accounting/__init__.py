@@ -15,7 +15,17 @@ from .events import (ComposedEvent, Event, ExponentialEvent, GaussianEvent, Pure
                      SelfComposedEvent, ZCDPEvent)
 from .filter import MAX_RHO, PrivacyFilter
 from .ledger import Ledger, LedgerEntry
-from .verify import VerificationReport, verify_ledger
+
+_LAZY = {"verify_ledger", "VerificationReport"}  # the verifier imports sympy (~1 s): load on use
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from . import verify
+        value = getattr(verify, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpcore.accounting' has no attribute {name!r}")
 
 __all__ = [
     "BudgetExceededError", "ComposedEvent", "DEFAULT_ORDERS", "Event", "ExponentialEvent",

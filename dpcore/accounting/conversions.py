@@ -143,7 +143,7 @@ def approx_dp_to_zcdp(epsilon, delta) -> float:
 
         # Coarse log-spaced scan of alpha - 1, then golden section between the neighbours
         # of the best point (h is unimodal in practice; correctness does not depend on it).
-        grid = [1 + mpmath.mpf(10) ** (k / mpmath.mpf(20)) for k in range(-160, 241)]
+        grid = [1 + mpmath.mpf(10) ** (k / mpmath.mpf(10)) for k in range(-80, 121)]
         values = [h(a) for a in grid]
         i = max(range(len(grid)), key=lambda k: values[k])
         lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]

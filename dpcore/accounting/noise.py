@@ -57,67 +57,90 @@ def gaussian_noise(sigma, size, rng) -> np.ndarray:
 
 
 # -- exact discrete Gaussian (Canonne, Kamath & Steinke 2020, arXiv 2004.00010) --------------
+# Everything below works on Python integers: a rational parameter p/q is carried as the pair
+# (p, q), and Bernoulli(p/q) compares a uniform integer in [0, q) with p.
 
-def _randbelow(n: int, rng) -> int:
-    """Uniform integer in [0, n), exactly (NumPy's bounded integers below 2**63, else rejection
-    sampling on raw random bits)."""
-    if n <= 2 ** 63:
-        return int(rng.integers(0, n))
-    k = n.bit_length()
-    nbytes = (k + 7) // 8
-    while True:
-        x = int.from_bytes(rng.bytes(nbytes), "little") >> (8 * nbytes - k)
-        if x < n:
-            return x
+class _Bits:
+    """Uniform random bits from a NumPy generator, buffered 64 bits at a time."""
+
+    __slots__ = ("_rng", "_words", "_word", "_avail")
+
+    def __init__(self, rng):
+        self._rng = rng
+        self._words: list[int] = []
+        self._word = 0
+        self._avail = 0
+
+    def bits(self, k: int) -> int:
+        while self._avail < k:
+            if not self._words:
+                self._words = self._rng.integers(0, 2 ** 64, size=512, dtype=np.uint64).tolist()
+            self._word |= self._words.pop() << self._avail
+            self._avail += 64
+        out = self._word & ((1 << k) - 1)
+        self._word >>= k
+        self._avail -= k
+        return out
+
+    def below(self, n: int) -> int:
+        """Uniform integer in [0, n), exactly, by rejection on bit_length(n - 1) random bits."""
+        if n == 1:
+            return 0
+        k = (n - 1).bit_length()
+        while True:
+            x = self.bits(k)
+            if x < n:
+                return x
 
 
-def _bernoulli(p: Fraction, rng) -> bool:
-    """Bernoulli(p) for rational p in [0, 1]."""
-    return _randbelow(p.denominator, rng) < p.numerator
+def _bernoulli(p: int, q: int, src: _Bits) -> bool:
+    """Bernoulli(p/q) for integers 0 <= p <= q, q >= 1."""
+    return src.below(q) < p
 
 
-def _bernoulli_exp(gamma: Fraction, rng) -> bool:
-    """Bernoulli(exp(-gamma)) for rational gamma >= 0 (CKS20 Alg. 1).
+def _bernoulli_exp(p: int, q: int, src: _Bits) -> bool:
+    """Bernoulli(exp(-p/q)) for integers p >= 0, q >= 1 (CKS20 Alg. 1).
 
-    For gamma <= 1: draw A_k ~ Bernoulli(gamma/k), k = 1, 2, ... until the first 0; the index K
-    of that 0 is odd with probability exp(-gamma). For gamma > 1 use
+    For gamma = p/q <= 1: draw A_k ~ Bernoulli(gamma/k), k = 1, 2, ... until the first 0; the
+    index K of that 0 is odd with probability exp(-gamma). For gamma > 1 use
     exp(-gamma) = exp(-1)^floor(gamma) * exp(-(gamma - floor(gamma))).
     """
-    if gamma <= 1:
+    if p <= q:
         k = 1
-        while _bernoulli(gamma / k, rng):
+        while _bernoulli(p, q * k, src):
             k += 1
         return k % 2 == 1
-    for _ in range(math.floor(gamma)):
-        if not _bernoulli_exp(Fraction(1), rng):
+    whole = p // q
+    for _ in range(whole):
+        if not _bernoulli_exp(1, 1, src):
             return False
-    return _bernoulli_exp(gamma - math.floor(gamma), rng)
+    return _bernoulli_exp(p - whole * q, q, src)
 
 
-def _discrete_laplace(t: int, rng) -> int:
+def _discrete_laplace(t: int, src: _Bits) -> int:
     """Pr[Y = y] proportional to exp(-|y|/t) for integer t >= 1 (CKS20 Alg. 2 with s = 1)."""
     while True:
-        u = _randbelow(t, rng)
-        if not _bernoulli_exp(Fraction(u, t), rng):
+        u = src.below(t)
+        if not _bernoulli_exp(u, t, src):
             continue
         v = 0
-        while _bernoulli_exp(Fraction(1), rng):
+        while _bernoulli_exp(1, 1, src):
             v += 1
-        y = u + t * v  # geometric-with-uniform-remainder: Pr[y] ~ exp(-y/t), y >= 0
-        negative = _bernoulli(Fraction(1, 2), rng)
+        y = u + t * v  # uniform remainder + t * geometric: Pr[y] ~ exp(-y/t), y >= 0
+        negative = src.bits(1) == 1
         if negative and y == 0:
             continue  # otherwise 0 would be counted twice
         return -y if negative else y
 
 
-def _discrete_gaussian_one(sigma_sq: Fraction, t: int, rng) -> int:
-    """One N_Z(0, sigma_sq) draw (CKS20 Alg. 3): a discrete Laplace proposal with scale
-    t = floor(sigma) + 1, accepted with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))."""
-    shift = sigma_sq / t
-    two_sigma_sq = 2 * sigma_sq
+def _discrete_gaussian_one(a: int, b: int, t: int, src: _Bits) -> int:
+    """One N_Z(0, sigma^2) draw, sigma^2 = a/b (CKS20 Alg. 3): a discrete Laplace proposal with
+    scale t = floor(sigma) + 1, accepted with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)).
+    In integers that exponent is (|Y| b t - a)^2 / (2 a b t^2)."""
+    q = 2 * a * b * t * t
     while True:
-        y = _discrete_laplace(t, rng)
-        if _bernoulli_exp((abs(y) - shift) ** 2 / two_sigma_sq, rng):
+        y = _discrete_laplace(t, src)
+        if _bernoulli_exp((abs(y) * b * t - a) ** 2, q, src):
             return y
 
 
@@ -137,8 +160,10 @@ def discrete_gaussian(sigma_sq, size, rng) -> np.ndarray:
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     count = math.prod(shape)
     # floor(sqrt(x)) == isqrt(floor(x)) for real x >= 0, so t = floor(sigma) + 1 exactly.
-    t = math.isqrt(sigma_sq.numerator // sigma_sq.denominator) + 1
-    values = [_discrete_gaussian_one(sigma_sq, t, rng) for _ in range(count)]
+    a, b = sigma_sq.numerator, sigma_sq.denominator
+    t = math.isqrt(a // b) + 1
+    src = _Bits(rng)
+    values = [_discrete_gaussian_one(a, b, t, src) for _ in range(count)]
     try:
         return np.array(values, dtype=np.int64).reshape(shape)
     except OverflowError:
@@ -165,5 +190,13 @@ def exponential_mechanism(scores, epsilon, sensitivity, rng) -> int:
     if not np.all(np.isfinite(q)):
         bad = int(np.flatnonzero(~np.isfinite(q))[0])
         raise InvalidArgumentError(f"scores must be finite, got scores[{bad}] = {q[bad]!r}")
-    u = (float(epsilon) / (2.0 * float(sensitivity))) * (q - q.max())
+    with np.errstate(over="ignore"):
+        scale = float(epsilon) / (2.0 * float(sensitivity))
+        gap = q - q.max()  # <= 0; -inf where the difference overflows (probability ~ 0)
+    if not np.isfinite(scale):
+        # The limit distribution: uniform over the maximisers.
+        best = np.flatnonzero(gap == 0)
+        return int(best[rng.integers(0, best.size)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = np.where(gap == 0, 0.0, scale * gap)
     return int(np.argmax(u + rng.gumbel(size=q.size)))

@@ -1,4 +1,195 @@
-// PLACEHOLDER: replaced by the kernel's real binding.
+// Binding of the marginal counting kernel: numpy arrays are viewed in place (any integer
+// dtype, any strides), output tables are allocated as numpy arrays, and the GIL is released
+// while counting.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpcore/errors.hpp"
+#include "dpcore/marginals.hpp"
+
 namespace py = pybind11;
-void bind_marginals(py::module_& m) { (void)m; }
+
+namespace {
+
+[[noreturn]] void raise_type_error(const std::string& message) {
+  py::object cls = py::module_::import("dpcore.errors").attr("DpcoreTypeError");
+  PyErr_SetString(cls.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
+std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
+std::int64_t as_int64(py::handle item, const std::string& what) {
+  // Accept Python ints and numpy integers (anything with __index__), not floats or bools.
+  if (PyBool_Check(item.ptr()) || !PyIndex_Check(item.ptr()))
+    raise_type_error(what + " must be an integer, got " + type_name(item) + " " +
+                     std::string(py::repr(item)));
+  const long long value = PyLong_AsLongLong(py::reinterpret_steal<py::object>(
+                                                PyNumber_Index(item.ptr())).ptr());
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw dpcore::InvalidArgument(what + " must fit in 64 bits, got " +
+                                  std::string(py::repr(item)));
+  }
+  return value;
+}
+
+std::vector<std::int64_t> as_int64_list(py::handle seq, const std::string& what) {
+  if (!PySequence_Check(seq.ptr()) || PyUnicode_Check(seq.ptr()))
+    raise_type_error(what + " must be a sequence of integers, got " + type_name(seq));
+  std::vector<std::int64_t> out;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(seq))
+    out.push_back(as_int64(item, what + " entries"));
+  return out;
+}
+
+std::vector<std::vector<int>> as_subsets(py::handle seq) {
+  if (!PySequence_Check(seq.ptr()) || PyUnicode_Check(seq.ptr()))
+    raise_type_error("subsets must be a sequence of sequences of column indices, got " +
+                     type_name(seq));
+  std::vector<std::vector<int>> out;
+  for (py::handle subset : py::reinterpret_borrow<py::sequence>(seq)) {
+    std::vector<int> cols;
+    for (std::int64_t c : as_int64_list(subset, "subset")) {
+      if (c < 0 || c > INT32_MAX)
+        throw dpcore::InvalidArgument("attribute index must be >= 0, got " + std::to_string(c));
+      cols.push_back(static_cast<int>(c));
+    }
+    out.push_back(std::move(cols));
+  }
+  return out;
+}
+
+dpcore::CodeType code_type(const py::dtype& dtype) {
+  const char kind = dtype.kind();
+  const auto size = dtype.itemsize();
+  if (kind == 'i') {
+    if (size == 1) return dpcore::CodeType::Int8;
+    if (size == 2) return dpcore::CodeType::Int16;
+    if (size == 4) return dpcore::CodeType::Int32;
+    if (size == 8) return dpcore::CodeType::Int64;
+  } else if (kind == 'u') {
+    if (size == 1) return dpcore::CodeType::UInt8;
+    if (size == 2) return dpcore::CodeType::UInt16;
+    if (size == 4) return dpcore::CodeType::UInt32;
+    if (size == 8) return dpcore::CodeType::UInt64;
+  }
+  raise_type_error("records must be an integer array, got dtype " +
+                   std::string(py::str(static_cast<const py::handle&>(dtype))));
+}
+
+// Returns the array to keep alive (a native-byte-order copy only when needed) and its view.
+std::pair<py::array, dpcore::RecordsView> view_records(py::handle obj) {
+  if (!py::isinstance<py::array>(obj))
+    raise_type_error("records must be a numpy integer array, got " + type_name(obj));
+  auto array = py::reinterpret_borrow<py::array>(obj);
+  const py::dtype dtype = array.dtype();
+  (void)code_type(dtype);
+  if (array.ndim() != 2)
+    throw dpcore::InvalidArgument("records must be 2-dimensional (rows x columns), got " +
+                                  std::to_string(array.ndim()) + " dimensions");
+  if (dtype.attr("isnative").cast<bool>() == false)
+    array = array.attr("astype")(dtype.attr("newbyteorder")("="));
+  dpcore::RecordsView view;
+  view.data = array.data();
+  view.type = code_type(array.dtype());
+  view.rows = array.shape(0);
+  view.cols = array.shape(1);
+  view.row_stride = array.strides(0);
+  view.col_stride = array.strides(1);
+  return {array, view};
+}
+
+dpcore::CountOptions make_options(py::handle names, std::uint64_t max_cells, int threads) {
+  dpcore::CountOptions options;
+  options.max_cells = max_cells;
+  options.threads = threads;
+  if (!names.is_none())
+    for (py::handle name : py::reinterpret_borrow<py::sequence>(names))
+      options.column_names.push_back(py::str(name));
+  return options;
+}
+
+py::list count_marginals(py::handle records, py::handle sizes_obj, py::handle subsets_obj,
+                         py::handle weights_obj, py::handle names, std::uint64_t max_cells,
+                         int threads) {
+  auto [array, view] = view_records(records);
+  const std::vector<std::int64_t> sizes = as_int64_list(sizes_obj, "sizes");
+  const std::vector<std::vector<int>> subsets = as_subsets(subsets_obj);
+  const dpcore::CountOptions options = make_options(names, max_cells, threads);
+
+  dpcore::WeightsView weights;
+  py::array_t<double, py::array::c_style> weight_array;
+  if (!weights_obj.is_none()) {
+    if (!py::isinstance<py::array>(weights_obj))
+      raise_type_error("weights must be a numpy float array, got " + type_name(weights_obj));
+    const char kind = py::reinterpret_borrow<py::array>(weights_obj).dtype().kind();
+    if (kind != 'f' && kind != 'i' && kind != 'u')
+      raise_type_error("weights must be a real numeric array, got dtype kind '" +
+                       std::string(1, kind) + "'");
+    weight_array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
+        weights_obj);
+    if (weight_array.ndim() != 1)
+      throw dpcore::InvalidArgument("weights must be 1-dimensional, got " +
+                                    std::to_string(weight_array.ndim()) + " dimensions");
+    weights.data = weight_array.data();
+    weights.size = weight_array.shape(0);
+  }
+
+  // Sizes and caps are checked before any table is allocated.
+  if (static_cast<std::int64_t>(sizes.size()) != view.cols)
+    throw dpcore::InvalidArgument("sizes must have one entry per records column (" +
+                                  std::to_string(view.cols) + "), got " +
+                                  std::to_string(sizes.size()));
+  for (std::size_t c = 0; c < sizes.size(); ++c)
+    if (sizes[c] < 1)
+      throw dpcore::InvalidArgument("attribute size must be >= 1, got " +
+                                    std::to_string(sizes[c]) + " for column " +
+                                    std::to_string(c));
+  (void)dpcore::batch_cells(sizes, subsets, max_cells);
+  py::list tables;
+  std::vector<double*> outputs;
+  for (const auto& subset : subsets) {
+    std::vector<py::ssize_t> shape;
+    for (int a : subset) shape.push_back(static_cast<py::ssize_t>(sizes[std::size_t(a)]));
+    py::array_t<double> table(shape);
+    outputs.push_back(table.mutable_data());
+    tables.append(table);
+  }
+  {
+    py::gil_scoped_release release;
+    dpcore::count_marginals_into(view, sizes, subsets, outputs, weights, options);
+  }
+  return tables;
+}
+
+void validate_codes(py::handle records, py::handle sizes_obj, py::handle names, int threads) {
+  auto [array, view] = view_records(records);
+  const std::vector<std::int64_t> sizes = as_int64_list(sizes_obj, "sizes");
+  const dpcore::CountOptions options = make_options(names, dpcore::CountOptions{}.max_cells, threads);
+  py::gil_scoped_release release;
+  dpcore::validate_codes(view, sizes, options);
+}
+
+}  // namespace
+
+void bind_marginals(py::module_& m) {
+  m.attr("DEFAULT_MAX_CELLS") = dpcore::CountOptions{}.max_cells;
+  m.attr("MAX_CELLS_LIMIT") = dpcore::kMaxCellsLimit;
+  m.def("count_marginals", &count_marginals, py::arg("records"), py::arg("sizes"),
+        py::arg("subsets"), py::arg("weights") = py::none(), py::kw_only(),
+        py::arg("names") = py::none(), py::arg("max_cells") = dpcore::CountOptions{}.max_cells,
+        py::arg("threads") = 0,
+        "Count one float64 table per subset of column indices (shaped by the subset's sizes,\n"
+        "in the order given) over an N x d integer array of codes (any integer dtype, any\n"
+        "strides, read in place). weights: optional float array of length N. names: optional\n"
+        "column names for error messages. max_cells caps the batch's total cells.");
+  m.def("validate_codes", &validate_codes, py::arg("records"), py::arg("sizes"), py::kw_only(),
+        py::arg("names") = py::none(), py::arg("threads") = 0,
+        "Raise DomainError naming the column, row and value of the first code outside\n"
+        "[0, size) in an N x d integer array.");
+}

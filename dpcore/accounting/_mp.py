@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import mpmath
 
-# 60 significant digits: evaluation error ~1e-55 relative, far below one float ulp (~1e-16),
+# 40 significant digits: evaluation error ~1e-35 relative, far below one float ulp (~1e-16),
 # so rounding the mpmath value outward to a float is conservative with a wide margin.
-MP_DPS = 60
-_MARGIN = mpmath.mpf(10) ** -45
+MP_DPS = 40
+_MARGIN = mpmath.mpf(10) ** -30
 
 
 def round_up(x) -> float:

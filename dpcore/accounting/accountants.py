@@ -47,7 +47,10 @@ class ZCDPAccountant:
         if isinstance(event, ComposedEvent):
             total = Fraction(0)
             for part in event.events:
-                total = total + self.rho(part)
+                cost = self.rho(part)
+                if cost == INFINITE:
+                    return INFINITE  # never mix inf with a huge Fraction (float overflow)
+                total += cost
             return total
         if isinstance(event, SelfComposedEvent):
             cost = self.rho(event.event)

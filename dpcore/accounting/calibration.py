@@ -1,7 +1,7 @@
 """Noise calibration: the float parameter to use for a target privacy cost.
 
 Each helper returns a float whose *exact* cost, as the filter computes it, is at most the
-target (never more): the irrational ideal is computed at 60 digits, rounded in the safe
+target (never more): the irrational ideal is computed at 40 digits, rounded in the safe
 direction (sigma up, epsilon down), then checked in exact rational arithmetic and nudged by
 one ulp if needed. The cost is therefore within a few ulps below the target, and charging the
 event can never overspend because of rounding.

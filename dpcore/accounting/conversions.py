@@ -1,7 +1,7 @@
 """Conversions between rho-zCDP, Renyi DP and (epsilon, delta)-DP.
 
 Every result is an irrational number rounded *conservatively* to a float: epsilon and delta
-upward, rho downward, computed at 60 digits with mpmath (see ``_mp``). Proofs:
+upward, rho downward, computed at 40 digits with mpmath (see ``_mp``). Proofs:
 proofs/cks_conversion.py (the bound, its derivative, never looser than the classic bound) and
 proofs/inverse_conversion.py (the inverse is conservative).
 
@@ -22,7 +22,7 @@ from dpcore.errors import InvalidArgumentError
 from . import _numbers as num
 from ._mp import MP_DPS, mpf, round_down, round_up
 
-_BISECTIONS = 400  # halves the bracket far below 10**-60 relative
+_BISECTIONS = 400  # cap; the loops stop once the bracket is below 10**-(MP_DPS-5) relative
 
 
 def _rho(rho):
@@ -124,11 +124,13 @@ def zcdp_delta(rho, epsilon) -> float:
 def approx_dp_to_zcdp(epsilon, delta) -> float:
     """Largest rho (rounded down) whose CKS epsilon at ``delta`` is at most ``epsilon``.
 
-    For each alpha > 1 the CKS bound is affine in rho, so the condition "some alpha gives
-    epsilon" reads rho <= h(alpha) = (epsilon - log(1-1/alpha) + log(delta alpha)/(alpha-1))/alpha,
-    and the answer is max_alpha h(alpha). Any alpha gives a valid (conservative) rho, so the
-    search over alpha affects only tightness; the result is then certified by recomputing its
-    epsilon (proofs/inverse_conversion.py).
+    The CKS epsilon of rho-zCDP is increasing in rho, and at its optimal order alpha the
+    stationarity condition rho (alpha-1)^2 + log(delta alpha) = 0 gives
+    rho(alpha) = -log(delta alpha) / (alpha-1)^2, decreasing on 1 < alpha < 1/delta. So
+    F(alpha) = epsilon_CKS(rho(alpha)) decreases from +inf to 0 and we bisect F(alpha) = epsilon.
+    The rounded-down result is then *certified* with :func:`zcdp_to_approx_dp` itself (stepping
+    down one ulp at a time if needed), so converting back never exceeds ``epsilon``
+    (proofs/inverse_conversion.py).
 
     >>> approx_dp_to_zcdp(1, 1e-9)  # doctest: +ELLIPSIS
     0.014973057673588...
@@ -138,38 +140,26 @@ def approx_dp_to_zcdp(epsilon, delta) -> float:
     with mpmath.workdps(MP_DPS):
         e, d = mpf(epsilon), mpf(delta)
 
-        def h(alpha):
-            return (e - mpmath.log1p(-1 / alpha) + mpmath.log(d * alpha) / (alpha - 1)) / alpha
+        def rho_at(alpha):
+            return -mpmath.log(d * alpha) / (alpha - 1) ** 2
 
-        # Coarse log-spaced scan of alpha - 1, then golden section between the neighbours
-        # of the best point (h is unimodal in practice; correctness does not depend on it).
-        grid = [1 + mpmath.mpf(10) ** (k / mpmath.mpf(10)) for k in range(-80, 121)]
-        values = [h(a) for a in grid]
-        i = max(range(len(grid)), key=lambda k: values[k])
-        lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-        gr = (mpmath.sqrt(5) - 1) / 2
-        c, x = hi - gr * (hi - lo), lo + gr * (hi - lo)
-        hc, hx = h(c), h(x)
+        def eps_at(alpha):
+            return _rdp_epsilon_mp(alpha * rho_at(alpha), alpha, d)
+
+        lo, hi = mpmath.mpf(1), 1 / d
         for _ in range(_BISECTIONS):
-            if hc > hx:
-                hi, x, hx = x, c, hc
-                c = hi - gr * (hi - lo)
-                hc = h(c)
+            mid = (lo + hi) / 2
+            if eps_at(mid) > e:
+                lo = mid
             else:
-                lo, c, hc = c, x, hx
-                x = lo + gr * (hi - lo)
-                hx = h(x)
+                hi = mid
             if hi - lo <= hi * mpmath.mpf(10) ** (-MP_DPS + 5):
                 break
-        best = max(values[i], hc, hx)
-        if best <= 0:
-            return 0.0
-        rho = round_down(best)
-        # Certify independently of the search: the float we return must convert back to an
-        # epsilon <= the target.
-        while rho > 0 and _cks_epsilon_mp(rho, d) > e:
-            rho = math.nextafter(rho, 0.0)
-        return rho
+        rho = round_down(rho_at(hi))
+    # Certify with the public forward conversion (rounded up), independent of the search.
+    while rho > 0 and zcdp_to_approx_dp(rho, delta) > epsilon:
+        rho = math.nextafter(rho, 0.0)
+    return rho
 
 
 def approx_dp_to_zcdp_classic(epsilon, delta) -> float:

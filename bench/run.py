@@ -10,7 +10,7 @@ measures, from outside the child:
   peak_rss_mb  peak resident set size of the child, ru_maxrss from os.wait4 (KiB -> MiB),
 and computes the workload error from the child's synthetic CSV (bench/common.py). A child that
 exceeds its cap (CPU seconds; 3x that in wall seconds) is killed (whole process group) and
-recorded as "timeout"; a non-zero exit or unreadable output is recorded as "crash" with the tail of its stderr. Nothing is dropped.
+recorded as "timeout" (or "memcap" above --mem-cap MB resident); a non-zero exit or unreadable output is recorded as "crash" with the tail of its stderr. Nothing is dropped.
 
 Rows accumulate in bench/results/results.csv (rewritten atomically after every run); rows
 already present with the same key are skipped unless --rerun, so a long grid can be resumed.
@@ -79,20 +79,36 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-def run_child(cmd: list[str], cap: float, log_path: str) -> dict:
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def run_child(cmd: list[str], cap: float, log_path: str, mem_cap_mb: float) -> dict:
     """Run cmd in its own session and wait; kill its process group when it has used `cap` CPU
-    seconds or 3 x `cap` wall seconds. The CPU cap keeps the limit meaningful on a machine
-    shared with other work, where a niced child may get a small share of the cores."""
+    seconds, 3 x `cap` wall seconds, or more than `mem_cap_mb` resident memory. The CPU cap
+    keeps the limit meaningful on a machine shared with other work, where a niced child may
+    get a small share of the cores; the memory cap protects that other work."""
     start = time.perf_counter()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
                                 start_new_session=True)
         timed_out = threading.Event()
+        over_memory = threading.Event()
         finished = threading.Event()
 
         def watchdog() -> None:
-            while not finished.wait(1.0):
-                if (_cpu_seconds(proc.pid) > cap or time.perf_counter() - start > 3 * cap):
+            while not finished.wait(0.5):
+                if _rss_mb(proc.pid) > mem_cap_mb:
+                    over_memory.set()
+                if (over_memory.is_set() or _cpu_seconds(proc.pid) > cap
+                        or time.perf_counter() - start > 3 * cap):
                     timed_out.set()
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -113,7 +129,8 @@ def run_child(cmd: list[str], cap: float, log_path: str) -> dict:
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "peak_rss_mb": usage.ru_maxrss / 1024.0,
         "returncode": proc.returncode,
-        "timed_out": timed_out.is_set(),
+        "timed_out": timed_out.is_set() and not over_memory.is_set(),
+        "over_memory": over_memory.is_set(),
     }
 
 
@@ -159,9 +176,12 @@ def one_run(cfg: dict, args) -> dict:
                started_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     log_path = os.path.join(out_dir, "log.txt")
     load_before = os.getloadavg()[0]
-    facts = run_child(worker, cfg["cap_s"], log_path)
+    facts = run_child(worker, cfg["cap_s"], log_path, args.mem_cap)
     row.update(load_avg=f"{load_before:.1f}/{os.getloadavg()[0]:.1f}", wall_s=round(facts["wall_s"], 3), cpu_s=round(facts["cpu_s"], 3),
                peak_rss_mb=round(facts["peak_rss_mb"], 1))
+    if facts["over_memory"]:
+        row.update(status="memcap", note=f"killed above {args.mem_cap:g} MB RSS; {tail(log_path, 1)}")
+        return row
     if facts["timed_out"]:
         row.update(status="timeout", note=f"killed at cap {cfg['cap_s']:g} CPU-s (or 3x wall); {tail(log_path, 1)}")
         return row
@@ -224,6 +244,8 @@ def parse_args(argv=None):
     p.add_argument("--delta", type=float, default=1e-9)
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     p.add_argument("--cap", type=float, default=None, help="seconds per run (default per mechanism)")
+    p.add_argument("--mem-cap", type=float, default=10000.0,
+                   help="MB of resident memory above which a run is killed (status memcap)")
     p.add_argument("--mwem-rounds", type=int, default=None,
                    help="MWEM+PGM rounds T, same for both sides (default: number of attributes)")
     p.add_argument("--nice", type=int, default=19, help="niceness of children (0: none)")

@@ -81,6 +81,10 @@ def run(data: mbi.Dataset, workload, rho: float, rng: np.random.Generator, *,
         with watch.phase("estimate"):
             model = engine.estimate(domain, measurements, iters=max_iters, warm_start=model)
         w = datavector(model, cl)
+        # Progress in the log: a run killed at its cap still says how far it got.
+        print(f"round {len(selected)} selected {cl} size {n} model "
+              f"{model_size_mb(domain, model.cliques):.2f} MB at {watch.elapsed():.1f} s",
+              flush=True)
         # Alg. 3: anneal when the new estimate moved less than the measurement's expected error.
         if np.abs(w - z).sum() <= sigma * np.sqrt(2 / np.pi) * n:
             sigma /= 2

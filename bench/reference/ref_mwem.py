@@ -44,6 +44,7 @@ def run(data: mbi.Dataset, workload, rho: float, rng: np.random.Generator, *,
         measurements.append(measure(data, cl, sigma, rng))
         with watch.phase("estimate"):
             model = engine.estimate(domain, measurements, iters=max_iters, warm_start=model)
+        print(f"round {t} selected {cl} at {watch.elapsed():.1f} s", flush=True)
     with watch.phase("synthesize"):
         synth = model.synthetic_data()
     return {

@@ -73,6 +73,10 @@ class Stopwatch:
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = {}
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
 
     def phase(self, name: str) -> "_Phase":
         return _Phase(self, name)

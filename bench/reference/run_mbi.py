@@ -10,7 +10,9 @@ runner (bench/run.py) computes the workload error itself, the same way for both 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
+import signal
 import sys
 import time
 import warnings
@@ -30,6 +32,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None, help="MWEM rounds")
     parser.add_argument("--x64", action="store_true", help="run JAX in float64")
     args = parser.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 pid` shows where a slow run is
     if not args.rho > 0:
         parser.error(f"--rho must be > 0, got {args.rho}")
 

@@ -1,0 +1,38 @@
+"""Claim: a weighted batch of marginals (marginal i scaled by w_i), or equivalently marginal i
+measured with noise sigma / w_i, has L2 sensitivity ||w||_2 under add/remove-one-record; with
+weights normalised to ||w||_2 = 1 the whole batch costs 1/(2 sigma^2) (one GaussianEvent).
+
+Source: McKenna, Miklau & Sheldon 2021 (NIST-MST), Sec. 3: "the L2 sensitivity of any
+marginal function M_C is 1"; the weighted form is how MST and AIM measure batches.
+
+Preconditions: every record contributes a count of exactly 1 to exactly one cell of each
+marginal (unit record weights; fractional or larger record weights scale the sensitivity).
+
+Proof. Adding or removing a record changes marginal i by +-e_{c_i} (one cell by one), so the
+concatenated vector (w_1 M_1, ..., w_k M_k) changes by (w_1 e_{c_1}, ..., w_k e_{c_k}), whose
+squared L2 norm is sum_i w_i^2: the sensitivity is ||w||_2 (checked below for k = 3 with
+symbolic cells). Releasing y_i = M_i + N(0, (sigma/w_i)^2 I) is the post-processing
+y_i = z_i / w_i of z_i = w_i M_i + N(0, sigma^2 I), so both forms cost ||w||^2 / (2 sigma^2)
+(proofs/gaussian.py), i.e. GaussianEvent(sigma, sensitivity=||w||_2).
+"""
+import sympy as sp
+
+from ._support import assert_equal
+
+CLAIM = "weighted marginal batch has L2 sensitivity ||w||_2"
+
+
+def check() -> None:
+    w = sp.symbols("w1:4", positive=True)
+    sizes = (3, 4, 2)
+    for cells in [(0, 0, 0), (2, 1, 1), (1, 3, 0)]:  # where the record falls in each marginal
+        diff = []
+        for wi, n, c in zip(w, sizes, cells):
+            diff += [wi if j == c else 0 for j in range(n)]
+        assert_equal(sum(d ** 2 for d in diff), sum(wi ** 2 for wi in w), f"cells {cells}")
+    # post-processing: scaling noise of sd sigma by 1/w gives sd sigma/w
+    sigma, wi = sp.symbols("sigma w", positive=True)
+    assert_equal(sp.sqrt((sigma ** 2) / wi ** 2), sigma / wi, "noise scale after division")
+    # normalised weights: cost of the batch
+    norm = sp.sqrt(sum(x ** 2 for x in w))
+    assert_equal(sum((x / norm) ** 2 for x in w), 1, "normalised weights have unit norm")

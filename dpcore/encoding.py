@@ -68,9 +68,12 @@ def _first(mask: np.ndarray) -> int:
 
 def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.ndarray,
                         offset: int) -> np.ndarray:
-    strs = series.astype(object).where(~missing, None).map(
-        lambda v: v if v is None or isinstance(v, str) else str(v))
-    codes = pd.Index(list(col.categories), dtype=object).get_indexer(strs.to_numpy(object))
+    if not pd.api.types.is_string_dtype(series):
+        # Non-text input (e.g. an int column of a DataFrame) is compared by its text form.
+        series = series.astype(object).where(series.notna(), None).map(
+            lambda v: v if v is None or isinstance(v, str) else str(v))
+    # Missing rows may get any code here; the caller overwrites them.
+    codes = pd.Index(list(col.categories), dtype=object).get_indexer(series.to_numpy(object))
     codes = codes.astype(np.int64)
     unknown = (codes < 0) & ~missing
     if unknown.any():
@@ -89,8 +92,13 @@ def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: 
             series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
-        values = pd.to_numeric(series.where(~missing, None), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan)
+        text = series.to_numpy(dtype=object, na_value="nan").copy()
+        text[missing] = "nan"
+        try:  # numpy's C float parser; on any unparsable value fall back to locate it
+            values = text.astype(np.float64)
+        except (ValueError, TypeError):
+            values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan)
     bad = ~missing & ~np.isfinite(values)
     if bad.any():
         i = _first(bad)
@@ -192,7 +200,7 @@ def iter_csv_chunks(path: str | os.PathLike, *, sep: str = ",",
                     chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
     """Yield the CSV in DataFrames of raw strings (no value interpretation)."""
     try:
-        reader = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+        reader = pd.read_csv(path, sep=sep, dtype=object, keep_default_na=False, na_filter=False,
                              chunksize=chunk_rows, engine="c", encoding="utf-8")
         with reader:
             yield from reader

@@ -26,10 +26,13 @@ def numeric_columns(draw, name):
                          draw(st.sampled_from(["uniform", "midpoint"])))
 
 
+LABELS = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=4)
+
+
 @st.composite
 def categorical_columns(draw, name):
-    cats = draw(st.lists(st.text(min_size=1, max_size=4), min_size=1, max_size=6, unique=True))
-    other = draw(st.one_of(st.none(), st.text(min_size=1, max_size=4).filter(
+    cats = draw(st.lists(LABELS, min_size=1, max_size=6, unique=True))
+    other = draw(st.one_of(st.none(), LABELS.filter(
         lambda o: o not in cats)))
     return CategoricalColumn(name, tuple(cats), other, draw(st.sampled_from(["error", "code"])))
 
@@ -47,7 +50,7 @@ def schemas(draw):
         else:
             cols.append(CodeColumn(f"c{j}", draw(st.integers(1, 300))))
     encoded = all(isinstance(c, CodeColumn) for c in cols)
-    # The missing token must not collide with a category; "\x00" never appears in st.text here.
+    # The missing token must not collide with a category: labels never contain "\x00".
     tokens = () if encoded else ("\x00",)
     return Schema(cols, missing_values=tokens)
 

@@ -1,0 +1,167 @@
+"""AIM: an Adaptive and Iterative Mechanism (McKenna, Mullins, Sheldon, Miklau; "the AIM paper").
+
+Implements Algorithm 4 with its subroutines Algorithm 2 (initialisation on the 1-way marginals
+of the downward closure) and Algorithm 3 (budget annealing and the final-round rule), the
+quality score of Eq. (1), the JT-SIZE capacity filter (line 13) and the uncertainty
+quantification of Section 5 (see :mod:`mechanisms.aim_bounds`).
+
+Privacy (Theorem 1): every data access goes through the curator, which charges the filter
+before reading. Per-round parameters come from ``dpcore.accounting.calibration`` (costs a few
+ulps below target, never above) and every budget quantity is an exact rational taken from the
+filter, so the spend can be audited from the ledger alone. The exponential mechanism uses
+Pr ∝ exp(ε q / (2Δ)) with Δ = max_{r ∈ C_t} w_r, costing ε²/8 (the paper's Prop. 2).
+"""
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from dpcore.accounting import ExponentialEvent, GaussianEvent, ZCDPAccountant
+from dpcore.accounting.calibration import exponential_epsilon, gaussian_sigma
+from dpcore.errors import InvalidArgumentError
+from dpcore.inference import Measurement, estimate
+from dpcore.junction_tree import JunctionTree
+
+from .aim_bounds import RoundSummary, confidence_bounds
+from .result import MechanismResult, RoundRecord, Timer
+from .workload import candidate_weights, downward_closure, make_workload
+
+_COST = ZCDPAccountant()
+_EXPECTED_ABS = math.sqrt(2 / math.pi)  # E|N(0,1)|, AIM Theorem 5
+
+
+def _round_cost(epsilon: float, sigma: float) -> Fraction:
+    return Fraction(_COST.rho(ExponentialEvent(epsilon, 1))) + Fraction(_COST.rho(GaussianEvent(sigma, 1)))
+
+
+def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
+        alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
+        seed=None, confidence: float = 0.95, callback=None, estimate_options=None) -> MechanismResult:
+    """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
+
+    ``workload``: attribute tuples or ``(attrs, weight)`` pairs. ``max_model_size``: MAX-SIZE
+    in MB (JT-SIZE, 8 bytes a cell). ``rounds``: T, default 16 d. ``alpha``: the share of each
+    round's budget spent on measurement (0.9 = the paper's 10 %/90 % select/measure split).
+    ``seed`` fixes synthetic sampling (the curator's seed fixes the noise). ``callback`` gets a
+    :class:`RoundRecord` after each round. The whole remaining budget of the curator's filter is
+    spent; the result's ``confidence_bounds`` holds Sec. 5's bounds at level ``confidence`` for
+    every marginal in the downward closure of the workload.
+    """
+    timer = Timer()
+    domain = curator.domain
+    work = make_workload(domain, workload)
+    if not work:
+        raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")
+    alpha = Fraction(alpha)
+    if not 0 < alpha < 1:
+        raise InvalidArgumentError(f"alpha must be in (0, 1), got {alpha}")
+    if not (isinstance(max_model_size, (int, float)) and max_model_size > 0):
+        raise InvalidArgumentError(f"max_model_size must be > 0 MB, got {max_model_size!r}")
+    T = 16 * len(domain) if rounds is None else int(rounds)
+    if T < len(domain):
+        raise InvalidArgumentError(f"rounds must be >= the number of attributes {len(domain)} (Theorem 1), got {T}")
+    rho = Fraction(curator.privacy_filter.remaining)
+    if rho <= 0:
+        raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
+    options = dict(estimate_options or {})
+
+    candidates = downward_closure([c for c, _ in work])
+    weights = dict(zip(candidates, candidate_weights(candidates, work)))
+    sizes = {r: domain.size(r) for r in candidates}
+    measurements: list[Measurement] = []
+    records: list[RoundRecord] = []
+
+    def log(record):
+        records.append(record)
+        if callback is not None:
+            callback(record)
+
+    # Algorithm 2: measure the 1-way marginals of W_+ at sigma_0 = sqrt(T / (2 alpha rho)).
+    sigma = gaussian_sigma(alpha * rho / T)
+    for r in (c for c in candidates if len(c) == 1):
+        start = time.perf_counter()
+        before = curator.privacy_filter.spent
+        y = curator.measure(r, sigma)
+        measurements.append(Measurement(r, y, sigma))
+        timer.add("measure", time.perf_counter() - start)
+        log(RoundRecord(len(records), "measure", r, sigma, None, None, 0,
+                        Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
+    start = time.perf_counter()
+    model = estimate(domain, measurements, **options).model
+    timer.add("estimate", time.perf_counter() - start)
+
+    epsilon = exponential_epsilon((1 - alpha) * rho / T)
+    summaries: list[RoundSummary] = []
+    last_reference: dict = {}
+    final = False
+    if Fraction(curator.privacy_filter.remaining) <= 2 * _round_cost(epsilon, sigma):   # Alg. 3 line 8
+        epsilon, sigma = _final_parameters(curator, alpha)
+        final = True
+    while True:
+        start = time.perf_counter()
+        remaining = Fraction(curator.privacy_filter.remaining)
+        used_after = rho - remaining + _round_cost(epsilon, sigma)  # line 12: counts this round
+        limit = float(used_after / rho) * max_model_size
+        tree = JunctionTree(domain, [m.attrs for m in measurements])
+        pool = [r for r in candidates if tree.hypothetical_size_mb([r]) <= limit]
+        references = [model.project(r).datavector() for r in pool]
+        w = np.array([weights[r] for r in pool])
+        penalty = np.array([_EXPECTED_ABS * sigma * sizes[r] for r in pool])
+        before = curator.privacy_filter.spent
+        index = curator.select(pool, references, epsilon, weights=w, penalties=penalty)
+        chosen = pool[index]
+        timer.add("select", time.perf_counter() - start)
+        for r, ref in zip(pool, references):
+            last_reference[r] = (len(summaries), ref)
+
+        t_measure = time.perf_counter()
+        y = curator.measure(chosen, sigma)
+        measurements.append(Measurement(chosen, y, sigma))
+        timer.add("measure", time.perf_counter() - t_measure)
+        summaries.append(RoundSummary(chosen, sigma, epsilon, float(w.max()), len(pool), float(weights[chosen]),
+                                      float(np.abs(references[index] - y).sum())))
+
+        t_est = time.perf_counter()
+        model = estimate(domain, measurements, warm_start=model, **options).model
+        timer.add("estimate", time.perf_counter() - t_est)
+        log(RoundRecord(len(records), "select+measure", chosen, sigma, epsilon, float(w.max()), len(pool),
+                        Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
+        if final:
+            break
+        # Algorithm 3, lines 1-7: anneal when the model barely moved on the chosen marginal.
+        moved = float(np.abs(model.project(chosen).datavector() - references[index]).sum())
+        if moved <= _EXPECTED_ABS * sigma * sizes[chosen]:
+            epsilon, sigma = 2 * epsilon, sigma / 2
+        # Lines 8-11: if two more rounds would not fit, spend exactly what is left in one.
+        if Fraction(curator.privacy_filter.remaining) <= 2 * _round_cost(epsilon, sigma):
+            epsilon, sigma = _final_parameters(curator, alpha)
+            final = True
+    retired = curator.retire("AIM final-round calibration residue")
+
+    start = time.perf_counter()
+    rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(model.total)))
+    synthetic = model.synthetic_data(rows, method=sample_method, seed=seed)
+    timer.add("generate", time.perf_counter() - start)
+
+    start = time.perf_counter()
+    bounds = confidence_bounds(domain, candidates, weights, measurements, summaries, last_reference,
+                               synthetic, confidence)
+    timer.add("bounds", time.perf_counter() - start)
+    return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
+                           {"confidence_bounds": bounds, "workload": work, "retired_rho": retired,
+                            "rounds_run": len(summaries)})
+
+
+def _final_parameters(curator, alpha: Fraction) -> tuple[float, float]:
+    """Algorithm 3, lines 9-10: ε = √(8(1−α)R), σ = √(1/(2αR)) for the exact remainder R.
+
+    The measurement gets whatever the selection's calibrated ε leaves (≥ αR), so the round
+    spends R up to the calibration's few-ulp residue, which the caller retires.
+    """
+    remaining = Fraction(curator.privacy_filter.remaining)
+    epsilon = exponential_epsilon((1 - alpha) * remaining)
+    rest = remaining - Fraction(_COST.rho(ExponentialEvent(epsilon, 1)))
+    return epsilon, gaussian_sigma(rest)

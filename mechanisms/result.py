@@ -1,0 +1,65 @@
+"""What every mechanism returns: the synthetic data, the model, the ledger and a round log."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One step of a mechanism: what was selected and/or measured, at which noise level.
+
+    ``kind`` is "measure" (a marginal measured without a private selection, e.g. AIM's
+    initialisation), "select" (a selection only, e.g. one MST Kruskal step) or
+    "select+measure" (an AIM/MWEM round). ``epsilon`` is the exponential mechanism's ε in the
+    convention Pr ∝ exp(ε q / (2Δ)); ``rho`` is the exact zCDP charged in this step.
+    """
+
+    index: int
+    kind: str
+    clique: tuple[str, ...]
+    sigma: float | None
+    epsilon: float | None
+    sensitivity: float | None
+    candidates: int
+    rho: Fraction
+    seconds: float
+
+
+@dataclass
+class MechanismResult:
+    """Output of ``aim``/``mst``/``mwem``/``independent``. Everything here is public."""
+
+    synthetic: Any
+    model: Any
+    ledger: Any
+    rounds: tuple[RoundRecord, ...]
+    timings: dict[str, float]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def confidence_bounds(self):
+        """AIM's per-marginal confidence bounds (Sec. 5), or None for other mechanisms."""
+        return self.extras.get("confidence_bounds")
+
+
+class Timer:
+    """Accumulates wall-clock seconds per phase ("select", "measure", "estimate", ...)."""
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}
+        self._start = time.perf_counter()
+
+    def add(self, phase: str, seconds: float) -> None:
+        self.totals[phase] = self.totals.get(phase, 0.0) + seconds
+
+    def done(self) -> dict[str, float]:
+        out = dict(self.totals)
+        out["total"] = time.perf_counter() - self._start
+        return out
+
+
+ProgressCallback = Callable[[RoundRecord], None]

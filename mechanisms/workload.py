@@ -1,0 +1,79 @@
+"""Workloads of weighted marginal queries for the mechanisms (AIM paper, Sec. 2.1 and 4).
+
+A workload is a list of attribute subsets r_i with weights c_i >= 0. Everything here is a
+function of public information only (the domain and the workload). Named workloads
+("all-3way") and the workload-error metric live in :mod:`dpcore.evaluation`.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
+from dpcore.evaluation import parse_workload
+
+Clique = tuple[str, ...]
+Workload = tuple[tuple[Clique, float], ...]
+
+
+def _canonical(domain, attrs, field: str) -> Clique:
+    if isinstance(attrs, str):
+        raise DpcoreTypeError(f"{field} must be a sequence of attribute names, got the string {attrs!r}")
+    try:
+        names = tuple(attrs)
+    except TypeError:
+        raise DpcoreTypeError(f"{field} must be a sequence of attribute names, got {attrs!r}") from None
+    if not names:
+        raise InvalidArgumentError(f"{field} must name at least one attribute, got ()")
+    unknown = [a for a in names if a not in domain]
+    if unknown:
+        raise InvalidArgumentError(f"{field} names attributes not in the domain: {unknown!r}")
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"{field} repeats an attribute: {names!r}")
+    return tuple(domain.canonical(names))
+
+
+def make_workload(domain, workload: Iterable) -> Workload:
+    """Validate a workload: a named spec ("all-3way", see ``dpcore.evaluation.parse_workload``)
+    or items that are attribute tuples or ``(attrs, weight)`` pairs.
+
+    Returns a tuple of ``(clique, weight)`` with cliques in domain order. Unknown attributes,
+    repeated marginals and negative or non-finite weights raise :class:`InvalidArgumentError`
+    naming the item.
+    """
+    if isinstance(workload, str):
+        workload = parse_workload(workload, list(domain.attrs))
+    merged: dict[Clique, float] = {}
+    for i, item in enumerate(workload):
+        if (isinstance(item, tuple) and len(item) == 2 and not isinstance(item[0], str)
+                and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)):
+            attrs, weight = item
+        else:
+            attrs, weight = item, 1.0
+        clique = _canonical(domain, attrs, f"workload[{i}]")
+        weight = float(weight)
+        if not math.isfinite(weight) or weight < 0:
+            raise InvalidArgumentError(f"workload[{i}] weight must be finite and >= 0, got {weight}")
+        if clique in merged:
+            raise InvalidArgumentError(f"workload[{i}]: marginal {list(clique)} appears twice")
+        merged[clique] = weight
+    return tuple(merged.items())
+
+
+def downward_closure(cliques: Iterable[Clique]) -> tuple[Clique, ...]:
+    """W_+ = {r : r ⊆ s for some s in W}, non-empty subsets, smallest first (AIM Sec. 4)."""
+    closure: set[Clique] = set()
+    for clique in cliques:
+        for size in range(1, len(clique) + 1):
+            closure.update(itertools.combinations(clique, size))
+    return tuple(sorted(closure, key=lambda c: (len(c), c)))
+
+
+def candidate_weights(candidates: Sequence[Clique], workload: Workload) -> np.ndarray:
+    """AIM's relevance weights w_r = Σ_s c_s |r ∩ s| (AIM Sec. 4, "Better Selection Criteria")."""
+    sets = [(frozenset(s), c) for s, c in workload]
+    return np.array([sum(c * len(frozenset(r) & s) for s, c in sets) for r in candidates],
+                    dtype=np.float64)

@@ -1,0 +1,152 @@
+"""The curator: every sensitive read follows a successful charge; releases are what they claim."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpcore import Curator, Dataset, Domain
+from dpcore.accounting import BudgetExceededError, PrivacyFilter, verify_ledger
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
+
+
+class AuditedCurator(Curator):
+    """Records every sensitive read and fails if one did not follow a fresh charge."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.audit = []
+        self._spent_at_last_read = Fraction(-1)
+
+    def _read(self, cliques):
+        spent = Fraction(self.privacy_filter.spent)
+        entries = len(self.privacy_filter.ledger.entries)
+        assert spent > self._spent_at_last_read, "sensitive read without a new charge"
+        assert entries > len(self.audit), "more reads than ledger entries"
+        self._spent_at_last_read = spent
+        self.audit.append(tuple(cliques))
+        return super()._read(cliques)
+
+
+def small():
+    domain = Domain(("a", "b", "c"), (2, 3, 2))
+    records = np.array([[0, 0, 1], [1, 2, 0], [1, 2, 1], [0, 1, 1], [1, 0, 0]])
+    return Dataset(records, domain)
+
+
+def brute_marginal(dataset, attrs):
+    axes = [dataset.domain.attrs.index(a) for a in attrs]
+    shape = [dataset.domain.shape[i] for i in axes]
+    out = np.zeros(shape)
+    for row in np.asarray(dataset.records):
+        out[tuple(row[axes])] += 1
+    return out.ravel()
+
+
+def test_measure_charges_first_and_adds_noise_of_the_stated_scale():
+    data = small()
+    curator = AuditedCurator(data, PrivacyFilter(100), seed=1)
+    draws = np.array([curator.measure(("b", "a"), 1.0) - brute_marginal(data, ("a", "b")) for _ in range(40)])
+    # 240 N(0, 1) draws: the sample sd lies in [0.8, 1.2] except with probability < 1e-4.
+    assert 0.8 < draws.std() < 1.2
+    assert abs(draws.mean()) < 0.3
+    entries = curator.privacy_filter.ledger.entries
+    assert len(entries) == 40 == len(curator.audit) == curator.reads
+    assert curator.privacy_filter.spent == 40 * Fraction(1, 2)
+    assert verify_ledger(curator.privacy_filter.ledger).ok
+
+
+def test_same_seed_same_release_and_discrete_noise_is_integral():
+    data = small()
+    a = Curator(data, PrivacyFilter(10), seed=7).measure(("c",), 2.0)
+    b = Curator(data, PrivacyFilter(10), seed=7).measure(("c",), 2.0)
+    assert np.array_equal(a, b)
+    d = Curator(data, PrivacyFilter(10), seed=7).measure(("a", "c"), 1.5, discrete=True)
+    assert np.array_equal(d, np.round(d))
+
+
+def test_refused_charge_reads_nothing_and_changes_nothing():
+    curator = AuditedCurator(small(), PrivacyFilter(Fraction(1, 10)), seed=0)
+    with pytest.raises(BudgetExceededError):
+        curator.measure(("a",), 1.0)            # costs 1/2 > 1/10
+    with pytest.raises(BudgetExceededError):
+        curator.select([("a",), ("b",)], [np.zeros(2), np.zeros(3)], 2.0)   # costs 1/2
+    assert curator.audit == [] and curator.reads == 0
+    assert curator.privacy_filter.spent == 0 and len(curator.privacy_filter.ledger.entries) == 0
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda c: c.measure(("zzz",), 1.0), InvalidArgumentError),
+    (lambda c: c.measure(("a", "a"), 1.0), InvalidArgumentError),
+    (lambda c: c.measure("a", 1.0), DpcoreTypeError),
+    (lambda c: c.measure(("a",), 0.0), InvalidArgumentError),
+    (lambda c: c.measure(("a",), float("nan")), InvalidArgumentError),
+    (lambda c: c.select([], [], 1.0), InvalidArgumentError),
+    (lambda c: c.select([("a",)], [np.zeros(3)], 1.0), InvalidArgumentError),
+    (lambda c: c.select([("a",)], [np.zeros(2)], -1.0), InvalidArgumentError),
+    (lambda c: c.select([("a",)], [np.zeros(2)], 1.0, weights=[-1.0]), InvalidArgumentError),
+    (lambda c: c.select([("a",)], [np.zeros(2)], 1.0, weights=[0.0]), InvalidArgumentError),
+    (lambda c: c.select([("a",)], [np.zeros(2)], 1.0, penalties=[np.inf]), InvalidArgumentError),
+    (lambda c: c.select([("a",), ("b",)], [np.zeros(2)], 1.0), InvalidArgumentError),
+])
+def test_bad_input_is_a_typed_error_before_any_charge(call, error):
+    curator = AuditedCurator(small(), PrivacyFilter(10), seed=0)
+    with pytest.raises(error):
+        call(curator)
+    assert curator.privacy_filter.spent == 0 and curator.reads == 0
+
+
+def test_select_follows_the_exponential_mechanism_distribution():
+    """Chi-square against the exact EM probabilities from brute-force scores.
+
+    False-failure rate: the threshold is the 1e-4 upper quantile of chi2 with 2 dof."""
+    data = small()
+    cands = [("a",), ("b",), ("a", "c")]
+    refs = [np.zeros(2), np.full(3, 5 / 3), np.array([1.0, 1.0, 1.0, 2.0])]
+    w = np.array([1.0, 2.0, 0.5])
+    pen = np.array([0.0, 1.0, 2.0])
+    eps = 0.8
+    q = np.array([wi * (np.abs(brute_marginal(data, c) - r).sum() - p) for c, r, wi, p in zip(cands, refs, w, pen)])
+    p = np.exp(eps * q / (2 * w.max()))
+    p /= p.sum()
+    curator = AuditedCurator(data, PrivacyFilter(10_000), seed=3)
+    n = 3000
+    counts = np.bincount([curator.select(cands, refs, eps, weights=w, penalties=pen) for _ in range(n)],
+                         minlength=3)
+    chi2 = float(((counts - n * p) ** 2 / (n * p)).sum())
+    assert chi2 < 18.42
+    entry = curator.privacy_filter.ledger.entries[0]
+    assert curator.privacy_filter.spent == n * Fraction(eps) ** 2 / 8
+    assert "ExponentialEvent" in repr(entry.event) or getattr(entry.event, "sensitivity", None) == 2.0
+
+
+def test_retire_closes_the_budget_exactly_without_reading():
+    curator = AuditedCurator(small(), PrivacyFilter(Fraction(3, 7)), seed=0)
+    curator.measure(("a",), 3.0)
+    rest = curator.retire("test")
+    assert rest == Fraction(3, 7) - Fraction(1, 18)
+    assert curator.privacy_filter.spent == Fraction(3, 7) and curator.reads == 1
+    assert curator.retire("again") == 0
+    assert verify_ledger(curator.privacy_filter.ledger).ok
+
+
+def test_compressed_view_measures_the_aggregated_marginal():
+    data = small()
+    curator = Curator(data, PrivacyFilter(10_000), seed=0)
+    view = curator.compress({"b": [0, 1, 1]})
+    assert view.domain.shape == (2, 2, 2) and view.privacy_filter is curator.privacy_filter
+    true = brute_marginal(data, ("a", "b")).reshape(2, 3)
+    merged = np.stack([true[:, 0], true[:, 1] + true[:, 2]], axis=1).ravel()
+    noisy = np.mean([view.measure(("a", "b"), 1.0) for _ in range(400)], axis=0)
+    # Mean of 400 N(0,1) draws per cell: |error| < 0.25 except with probability < 1e-6 per cell.
+    assert np.all(np.abs(noisy - merged) < 0.25)
+    with pytest.raises(InvalidArgumentError):
+        curator.compress({"b": [0, 2, 2]})       # gap in the new codes
+    with pytest.raises(InvalidArgumentError):
+        curator.compress({"b": [0, 1]})          # wrong length
+
+
+def test_weighted_records_above_one_are_refused():
+    data = small()
+    heavy = Dataset(np.asarray(data.records), data.domain, weights=np.full(len(data), 2.0))
+    with pytest.raises(InvalidArgumentError):
+        Curator(heavy, PrivacyFilter(1))

@@ -170,7 +170,7 @@ py::list count_marginals(py::handle records, py::handle sizes_obj, py::handle su
 void validate_codes(py::handle records, py::handle sizes_obj, py::handle names, int threads) {
   auto [array, view] = view_records(records);
   const std::vector<std::int64_t> sizes = as_int64_list(sizes_obj, "sizes");
-  const dpcore::CountOptions options = make_options(names, dpcore::CountOptions{}.max_cells, threads);
+  const dpcore::CountOptions options = make_options(names, 0, threads);
   py::gil_scoped_release release;
   dpcore::validate_codes(view, sizes, options);
 }
@@ -178,16 +178,16 @@ void validate_codes(py::handle records, py::handle sizes_obj, py::handle names, 
 }  // namespace
 
 void bind_marginals(py::module_& m) {
-  m.attr("DEFAULT_MAX_CELLS") = dpcore::CountOptions{}.max_cells;
   m.attr("MAX_CELLS_LIMIT") = dpcore::kMaxCellsLimit;
   m.def("count_marginals", &count_marginals, py::arg("records"), py::arg("sizes"),
         py::arg("subsets"), py::arg("weights") = py::none(), py::kw_only(),
-        py::arg("names") = py::none(), py::arg("max_cells") = dpcore::CountOptions{}.max_cells,
+        py::arg("names") = py::none(), py::arg("max_cells") = 0,
         py::arg("threads") = 0,
         "Count one float64 table per subset of column indices (shaped by the subset's sizes,\n"
         "in the order given) over an N x d integer array of codes (any integer dtype, any\n"
         "strides, read in place). weights: optional float array of length N. names: optional\n"
-        "column names for error messages. max_cells caps the batch's total cells.");
+        "column names for error messages. max_cells caps the batch's total cells (0: the\n"
+        "process-wide max_table_cells()).");
   m.def("validate_codes", &validate_codes, py::arg("records"), py::arg("sizes"), py::kw_only(),
         py::arg("names") = py::none(), py::arg("threads") = 0,
         "Raise DomainError naming the column, row and value of the first code outside\n"

@@ -22,6 +22,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "dpcore/domain.hpp"
 #include "dpcore/errors.hpp"
 
 namespace dpcore {
@@ -91,9 +92,6 @@ void check_records(const RecordsView& records, const std::vector<std::int64_t>& 
                             std::to_string(sizes[c]) + " for " +
                             column_label(options, static_cast<std::int64_t>(c)));
   }
-  if (options.max_cells > kMaxCellsLimit)
-    throw InvalidArgument("max_cells must be <= 2^32 - 1, got " +
-                          std::to_string(options.max_cells));
 }
 
 // The first out-of-range code: lowest row, then lowest column.
@@ -466,6 +464,8 @@ std::uint64_t table_cells(const std::vector<std::int64_t>& sizes, const std::vec
 
 std::uint64_t batch_cells(const std::vector<std::int64_t>& sizes,
                           const std::vector<std::vector<int>>& subsets, std::uint64_t max_cells) {
+  if (max_cells == 0) max_cells = max_table_cells();
+  max_cells = std::min(max_cells, kMaxCellsLimit);  // cell indices are 32-bit
   std::uint64_t total = 0;
   for (const auto& subset : subsets) {
     const std::uint64_t cells = table_cells(sizes, subset);

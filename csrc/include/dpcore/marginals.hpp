@@ -63,8 +63,9 @@ constexpr std::uint64_t kMaxCellsLimit = (std::uint64_t(1) << 32) - 1;
 /// Limits and parallelism of the counting kernel.
 struct CountOptions {
   /// Memory cap: the batch's total cell count (8 bytes a cell) must not exceed this.
-  /// The default, 2^30 cells, is 8 GiB of float64; at most kMaxCellsLimit.
-  std::uint64_t max_cells = std::uint64_t(1) << 30;
+  /// 0 (the default) means the process-wide cap max_table_cells() (domain.hpp). A cap above
+  /// kMaxCellsLimit acts as kMaxCellsLimit.
+  std::uint64_t max_cells = 0;
   /// Worker threads; 0 means std::thread::hardware_concurrency(). Small inputs run serially.
   int threads = 0;
   /// Optional attribute names (one per column), used only to make error messages readable.
@@ -78,7 +79,8 @@ std::uint64_t table_cells(const std::vector<std::int64_t>& sizes,
                           const std::vector<int>& subset);
 
 /// Total cells of the batch's tables, after checking each subset (as table_cells does).
-/// Throws TableTooLarge when the total exceeds max_cells (the memory cap) or 64 bits.
+/// Throws TableTooLarge when the total exceeds max_cells (0: max_table_cells(); at most
+/// kMaxCellsLimit) or 64 bits.
 std::uint64_t batch_cells(const std::vector<std::int64_t>& sizes,
                           const std::vector<std::vector<int>>& subsets, std::uint64_t max_cells);
 

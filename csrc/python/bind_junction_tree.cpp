@@ -1,4 +1,152 @@
-// PLACEHOLDER: replaced by the kernel's real binding.
+// Bindings for junction trees and calibrated trees. Attributes are AttrIds (domain
+// positions); dpcore/junction_tree.py maps names to ids.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpcore/errors.hpp"
+#include "dpcore/junction_tree.hpp"
+#include "dpcore/sampling.hpp"
+
 namespace py = pybind11;
-void bind_junction_tree(py::module_& m) { (void)m; }
+using dpcore::AttrId;
+using dpcore::CalibratedTree;
+using dpcore::Factor;
+using dpcore::JunctionTree;
+
+namespace {
+
+using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+py::array_t<double> to_array(const Factor& f) {
+  std::vector<py::ssize_t> dims(f.shape().begin(), f.shape().end());
+  py::array_t<double> out(dims);
+  std::copy(f.values().begin(), f.values().end(), out.mutable_data());
+  return out;
+}
+
+Factor to_factor(const JunctionTree& t, const std::vector<AttrId>& attrs, const Array& values) {
+  dpcore::check_attr_ids(attrs, t.num_attrs(), "log-potential attributes");
+  const std::vector<std::int64_t> shape = t.shape_of(attrs);
+  if (values.ndim() != static_cast<py::ssize_t>(attrs.size()))
+    throw dpcore::InvalidArgument("log-potential values must have " +
+                                  std::to_string(attrs.size()) + " axes, got " +
+                                  std::to_string(values.ndim()));
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (values.shape(static_cast<py::ssize_t>(i)) != shape[i])
+      throw dpcore::InvalidArgument(
+          "log-potential axis " + std::to_string(i) + " (attribute " + std::to_string(attrs[i]) +
+          ") must have size " + std::to_string(shape[i]) + ", got " +
+          std::to_string(values.shape(static_cast<py::ssize_t>(i))));
+  std::vector<double> v(values.data(), values.data() + values.size());
+  return Factor(attrs, shape, std::move(v));
+}
+
+}  // namespace
+
+void bind_junction_tree(py::module_& m) {
+  py::class_<JunctionTree, std::shared_ptr<JunctionTree>>(
+      m, "JunctionTree", "Junction tree over attribute ids 0..d-1 with the given sizes.")
+      .def(py::init<std::vector<std::int64_t>, std::vector<std::vector<AttrId>>>(),
+           py::arg("shape"), py::arg("cliques"))
+      .def_property_readonly("shape", &JunctionTree::shape)
+      .def_property_readonly("cliques", &JunctionTree::cliques)
+      .def_property_readonly("input_cliques", &JunctionTree::input_cliques)
+      .def_property_readonly("edges", &JunctionTree::edges)
+      .def_property_readonly("order", &JunctionTree::order)
+      .def("parent", &JunctionTree::parent, py::arg("clique"))
+      .def("separator", &JunctionTree::separator, py::arg("clique"))
+      .def_property_readonly("size", &JunctionTree::size)
+      .def_property_readonly("size_mb", &JunctionTree::size_mb)
+      .def("hypothetical_size_mb", &JunctionTree::hypothetical_size_mb, py::arg("extra_cliques"))
+      .def(
+          "hypothetical_sizes_mb",
+          [](const JunctionTree& t, const std::vector<std::vector<std::vector<AttrId>>>& batch) {
+            std::vector<double> out;
+            out.reserve(batch.size());
+            py::gil_scoped_release release;
+            for (const auto& extra : batch) out.push_back(t.hypothetical_size_mb(extra));
+            return out;
+          },
+          py::arg("extra_clique_sets"),
+          "hypothetical_size_mb for each list of extra cliques, in one call.")
+      .def("containing_clique", &JunctionTree::containing_clique, py::arg("attrs"))
+      .def(
+          "calibrate",
+          [](std::shared_ptr<JunctionTree> self,
+             const std::vector<std::pair<std::vector<AttrId>, Array>>& potentials) {
+            std::vector<Factor> factors;
+            factors.reserve(potentials.size());
+            for (const auto& p : potentials) factors.push_back(to_factor(*self, p.first, p.second));
+            py::gil_scoped_release release;
+            return dpcore::calibrate(std::move(self), factors);
+          },
+          py::arg("log_potentials"),
+          "Sum-product calibration; log_potentials is a list of (attribute ids, array).");
+
+  py::class_<CalibratedTree>(m, "CalibratedTree", "Calibrated clique beliefs of a junction tree.")
+      .def_property_readonly(
+          "tree",
+          [](const CalibratedTree& c) { return std::const_pointer_cast<JunctionTree>(c.tree_ptr()); })
+      .def_property_readonly("log_partition", &CalibratedTree::log_partition)
+      .def_property_readonly("beliefs",
+                             [](const CalibratedTree& c) {
+                               py::list out;
+                               for (const Factor& f : c.beliefs()) out.append(to_array(f));
+                               return out;
+                             })
+      .def(
+          "project",
+          [](const CalibratedTree& c, const std::vector<AttrId>& attrs) {
+            Factor f;
+            {
+              py::gil_scoped_release release;
+              f = c.project(attrs);
+            }
+            return to_array(f);
+          },
+          py::arg("attrs"))
+      .def(
+          "project_many",
+          [](const CalibratedTree& c, const std::vector<std::vector<AttrId>>& attrs_list) {
+            std::vector<Factor> fs;
+            {
+              py::gil_scoped_release release;
+              fs = c.project_many(attrs_list);
+            }
+            py::list out;
+            for (const Factor& f : fs) out.append(to_array(f));
+            return out;
+          },
+          py::arg("attrs_list"))
+      .def(
+          "sample",
+          [](const CalibratedTree& c, std::int64_t n, const std::string& method,
+             std::uint64_t seed) {
+            dpcore::SampleMethod how;
+            if (method == "round")
+              how = dpcore::SampleMethod::kRound;
+            else if (method == "sample")
+              how = dpcore::SampleMethod::kSample;
+            else
+              throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method +
+                                            "'");
+            if (n < 0)
+              throw dpcore::InvalidArgument("number of records must be >= 0, got " +
+                                            std::to_string(n));
+            const auto d = static_cast<py::ssize_t>(c.tree().num_attrs());
+            py::array_t<std::int64_t> out({static_cast<py::ssize_t>(n), d});
+            std::int64_t* data = out.mutable_data();
+            {
+              py::gil_scoped_release release;
+              dpcore::sample_records(c, n, how, seed, data);
+            }
+            return out;
+          },
+          py::arg("n"), py::arg("method"), py::arg("seed"));
+}

@@ -1,0 +1,118 @@
+// Junction trees of Markov random fields over a Domain, and exact inference on them.
+//
+// Construction (Koller & Friedman, ch. 9-10; Private-PGM, McKenna et al. 2019, Sec. 4.2 of
+// papers/nist-mst.txt): greedy elimination that always removes the attribute whose
+// elimination clique has the fewest cells (ties: lowest AttrId), the maximal elimination
+// cliques, and a maximum spanning tree on separator cardinality (ties: more separator cells,
+// then lower clique indices). A maximum-weight spanning tree of a chordal graph's maximal
+// cliques under separator cardinality has the running-intersection property, so it is a
+// junction tree. Attributes in no input clique become singleton cliques.
+//
+// Calibration: two-pass sum-product in log space (upward messages to the root, then
+// downward ones computed as the parent's log-belief minus the child's upward message).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "dpcore/domain.hpp"
+#include "dpcore/factor.hpp"
+
+namespace dpcore {
+
+/// The maximal cliques of the greedy triangulation of the graph whose edges join the
+/// attributes sharing an input clique. Each clique is sorted by AttrId; the list is sorted
+/// lexicographically. `shape` holds every attribute's size (validated >= 1).
+std::vector<std::vector<AttrId>> triangulate(const std::vector<std::int64_t>& shape,
+                                             const std::vector<std::vector<AttrId>>& cliques);
+
+/// A junction tree over every attribute of a domain, rooted at clique 0.
+class JunctionTree {
+ public:
+  /// `shape`: the size of every attribute of the domain; `cliques`: AttrId lists (any order,
+  /// duplicates allowed). InvalidArgument on unknown or repeated ids or sizes < 1.
+  JunctionTree(std::vector<std::int64_t> shape, std::vector<std::vector<AttrId>> cliques);
+
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  int num_attrs() const { return static_cast<int>(shape_.size()); }
+  /// The input cliques, each sorted and deduplicated (kept for hypothetical trees).
+  const std::vector<std::vector<AttrId>>& input_cliques() const { return input_; }
+  /// Maximal cliques, each sorted by AttrId.
+  const std::vector<std::vector<AttrId>>& cliques() const { return cliques_; }
+  /// Tree edges as (parent, child) clique indices, in breadth-first order from the root.
+  const std::vector<std::pair<int, int>>& edges() const { return edges_; }
+  /// Cliques in breadth-first order from the root (clique 0): parents before children.
+  const std::vector<int>& order() const { return order_; }
+  /// Parent of a clique (-1 for the root).
+  int parent(int clique) const { return parent_[static_cast<std::size_t>(clique)]; }
+  /// Separator between a clique and its parent, sorted (empty for the root).
+  const std::vector<AttrId>& separator(int clique) const {
+    return separator_[static_cast<std::size_t>(clique)];
+  }
+  /// True when `attr` is in clique `clique`.
+  bool in_clique(int clique, AttrId attr) const {
+    return member_[static_cast<std::size_t>(clique) * shape_.size() +
+                   static_cast<std::size_t>(attr)] != 0;
+  }
+  /// Sizes of the attributes of `attrs`.
+  std::vector<std::int64_t> shape_of(const std::vector<AttrId>& attrs) const;
+
+  /// Total cells of all clique tables; TableTooLarge when the sum overflows 64 bits.
+  std::uint64_t size() const;
+  /// size() * 8 bytes in MB of 2**20 bytes (AIM's JT-SIZE); never throws (may be inf).
+  double size_mb() const;
+  /// size_mb() of the tree built from input_cliques() plus `extra`, without building it.
+  double hypothetical_size_mb(const std::vector<std::vector<AttrId>>& extra) const;
+  /// Index of the clique with the fewest cells that contains every attribute of `attrs`
+  /// (ties: lowest index), or -1 when none does.
+  int containing_clique(const std::vector<AttrId>& attrs) const;
+
+ private:
+  std::vector<std::int64_t> shape_;
+  std::vector<std::vector<AttrId>> input_;
+  std::vector<std::vector<AttrId>> cliques_;
+  std::vector<double> clique_cells_;
+  std::vector<char> member_;  // member_[c * num_attrs + a]: attribute a is in clique c
+  std::vector<std::pair<int, int>> edges_;
+  std::vector<int> order_;
+  std::vector<int> parent_;
+  std::vector<std::vector<AttrId>> separator_;
+};
+
+/// Calibrated clique marginals of the distribution p(x) ∝ exp(Σ_f f(x_f)).
+class CalibratedTree {
+ public:
+  CalibratedTree(std::shared_ptr<const JunctionTree> tree, std::vector<Factor> beliefs,
+                 double log_partition);
+
+  const JunctionTree& tree() const { return *tree_; }
+  const std::shared_ptr<const JunctionTree>& tree_ptr() const { return tree_; }
+  /// One probability table per clique (attributes as in tree().cliques()), each summing to 1.
+  const std::vector<Factor>& beliefs() const { return beliefs_; }
+  /// log Σ_x exp(Σ_f f(x_f)).
+  double log_partition() const { return log_partition_; }
+
+  /// The marginal distribution of `attrs` (in the given order), summing to 1. From the
+  /// smallest containing clique when there is one; otherwise by variable elimination over the
+  /// smallest subtree whose cliques cover `attrs`, with the joint written as the root
+  /// clique's belief times each other clique's belief conditioned on its parent separator.
+  Factor project(const std::vector<AttrId>& attrs) const;
+  /// project() for each attribute list.
+  std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list) const;
+
+ private:
+  std::shared_ptr<const JunctionTree> tree_;
+  std::vector<Factor> beliefs_;
+  double log_partition_;
+};
+
+/// Sums each log-potential into the smallest clique containing its attributes (InvalidArgument
+/// naming the attributes when none does, or when a value is NaN or +inf; a size mismatch with
+/// the tree's shape is InvalidArgument too) and runs log-space sum-product. InvalidArgument
+/// when the total mass is zero (every configuration has log-potential -inf).
+CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
+                         const std::vector<Factor>& log_potentials);
+
+}  // namespace dpcore

@@ -1,0 +1,60 @@
+// Drawing synthetic records from a calibrated junction tree.
+//
+// Cliques are visited in the tree's breadth-first order. The root's attributes are drawn
+// jointly from its belief; each later clique's new attributes (those not in the separator
+// with its parent) are drawn, for each group of rows that share the already-drawn separator
+// values, from the clique's belief conditioned on those values. This is Algorithm 8 of
+// McKenna, Miklau & Sheldon, "Winning the NIST contest" (papers/nist-mst.txt) applied a
+// clique at a time. Two ways to draw a group of m rows from a distribution p:
+//  - SampleMethod::kRound, Algorithm 7: floor(m p) rows of each value, the remaining rows
+//    drawn without replacement with probability proportional to the fractional parts
+//    (Efraimidis-Spirakis keys), then the group is shuffled;
+//  - SampleMethod::kSample: m independent draws from p (ancestral sampling).
+// Random numbers come from std::mt19937_64, whose output sequence the standard fixes, turned
+// into uniforms and bounded integers by our own code (not std distributions, whose algorithms
+// differ between standard libraries), so a seed gives the same records everywhere.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "dpcore/junction_tree.hpp"
+
+namespace dpcore {
+
+/// How each group of rows is drawn.
+enum class SampleMethod { kRound, kSample };
+
+/// A seeded generator with platform-independent uniforms.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : engine_(seed) {}
+  /// Uniform on [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  /// Uniform integer in [0, bound), bound >= 1, without modulo bias.
+  std::uint64_t below(std::uint64_t bound);
+  std::uint64_t next() { return engine_(); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+/// Algorithm 7 for one group: `m` values in [0, k) whose counts are floor(m p_i) plus the
+/// remainders drawn without replacement proportional to the fractional parts, shuffled.
+/// `p` need not be normalised (it is scaled to sum 1; all-zero means uniform).
+void round_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out);
+
+/// `m` independent draws from p (unnormalised; all-zero means uniform).
+void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out);
+
+/// Writes n records (row-major n x num_attrs, codes in domain order) into `out`.
+/// InvalidArgument when n < 0.
+void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
+                    std::uint64_t seed, std::int64_t* out);
+
+/// sample_records() into a new vector of n * num_attrs codes.
+std::vector<std::int64_t> sample_records(const CalibratedTree& model, std::int64_t n,
+                                         SampleMethod method, std::uint64_t seed);
+
+}  // namespace dpcore

@@ -1,0 +1,508 @@
+#include "dpcore/junction_tree.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "dpcore/errors.hpp"
+
+namespace dpcore {
+
+namespace {
+
+constexpr double kBytesPerCell = 8.0;
+constexpr double kBytesPerMb = 1048576.0;  // 2**20
+
+std::vector<std::vector<AttrId>> normalized_cliques(const std::vector<std::vector<AttrId>>& in,
+                                                    int num_attrs) {
+  std::vector<std::vector<AttrId>> out;
+  out.reserve(in.size());
+  for (const auto& c : in) {
+    check_attr_ids(c, num_attrs, "clique");
+    std::vector<AttrId> s(c);
+    std::sort(s.begin(), s.end());
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void check_shape(const std::vector<std::int64_t>& shape) {
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 1)
+      throw InvalidArgument("size of attribute " + std::to_string(i) + " must be >= 1, got " +
+                            std::to_string(shape[i]));
+}
+
+// Adjacency of the attribute graph as one bit row per attribute.
+class BitGraph {
+ public:
+  explicit BitGraph(int n) : n_(n), words_((n + 63) / 64), bits_(std::size_t(n) * words_, 0) {}
+  std::uint64_t* row(int v) { return bits_.data() + std::size_t(v) * words_; }
+  void connect(int a, int b) {
+    row(a)[b >> 6] |= std::uint64_t{1} << (b & 63);
+    row(b)[a >> 6] |= std::uint64_t{1} << (a & 63);
+  }
+  int words() const { return words_; }
+
+ private:
+  int n_;
+  int words_;
+  std::vector<std::uint64_t> bits_;
+};
+
+template <class F>
+void for_each_bit(const std::uint64_t* a, const std::uint64_t* mask, int words, F&& f) {
+  for (int w = 0; w < words; ++w) {
+    std::uint64_t x = a[w] & mask[w];
+    while (x) {
+      const int b = __builtin_ctzll(x);
+      f(w * 64 + b);
+      x &= x - 1;
+    }
+  }
+}
+
+double sum_cells(const std::vector<std::int64_t>& shape,
+                 const std::vector<std::vector<AttrId>>& cliques) {
+  double total = 0.0;
+  for (const auto& c : cliques) {
+    double cells = 1.0;
+    for (AttrId a : c) cells *= static_cast<double>(shape[static_cast<std::size_t>(a)]);
+    total += cells;
+  }
+  return total;
+}
+
+std::string attrs_text(const std::vector<AttrId>& attrs) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(attrs[i]);
+  }
+  return out + ")";
+}
+
+}  // namespace
+
+std::vector<std::vector<AttrId>> triangulate(const std::vector<std::int64_t>& shape,
+                                             const std::vector<std::vector<AttrId>>& cliques) {
+  check_shape(shape);
+  const int d = static_cast<int>(shape.size());
+  BitGraph g(d);
+  for (const auto& c : cliques) {
+    check_attr_ids(c, d, "clique");
+    for (std::size_t i = 0; i < c.size(); ++i)
+      for (std::size_t j = i + 1; j < c.size(); ++j) g.connect(c[i], c[j]);
+  }
+  const int W = g.words();
+  std::vector<std::uint64_t> remaining(std::size_t(W), 0);
+  for (int v = 0; v < d; ++v) remaining[v >> 6] |= std::uint64_t{1} << (v & 63);
+  // Cost of eliminating v: cells of {v} ∪ its remaining neighbours, as a double so it never
+  // overflows (exact below 2**53, where ties matter).
+  auto cost_of = [&](int v) {
+    double cells = static_cast<double>(shape[std::size_t(v)]);
+    for_each_bit(g.row(v), remaining.data(), W,
+                 [&](int u) { cells *= static_cast<double>(shape[std::size_t(u)]); });
+    return cells;
+  };
+  std::vector<double> cost(static_cast<std::size_t>(d));
+  for (int v = 0; v < d; ++v) cost[std::size_t(v)] = cost_of(v);
+  std::vector<std::vector<std::uint64_t>> elim_cliques;
+  elim_cliques.reserve(std::size_t(d));
+  std::vector<char> alive(std::size_t(d), 1);
+  std::vector<int> nbrs;
+  for (int step = 0; step < d; ++step) {
+    int best = -1;
+    for (int v = 0; v < d; ++v)
+      if (alive[std::size_t(v)] && (best < 0 || cost[std::size_t(v)] < cost[std::size_t(best)]))
+        best = v;
+    nbrs.clear();
+    for_each_bit(g.row(best), remaining.data(), W, [&](int u) { nbrs.push_back(u); });
+    std::vector<std::uint64_t> clique(std::size_t(W), 0);
+    clique[best >> 6] |= std::uint64_t{1} << (best & 63);
+    for (int u : nbrs) clique[u >> 6] |= std::uint64_t{1} << (u & 63);
+    elim_cliques.push_back(std::move(clique));
+    // Fill-in: the neighbours of the eliminated attribute become a clique.
+    for (std::size_t i = 0; i < nbrs.size(); ++i)
+      for (std::size_t j = i + 1; j < nbrs.size(); ++j) g.connect(nbrs[i], nbrs[j]);
+    remaining[best >> 6] &= ~(std::uint64_t{1} << (best & 63));
+    alive[std::size_t(best)] = 0;
+    for (int u : nbrs) cost[std::size_t(u)] = cost_of(u);
+  }
+  // Every maximal clique of the filled graph is an elimination clique; keep those not inside
+  // another (the first of equal ones).
+  auto subset = [&](const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
+    for (int w = 0; w < W; ++w)
+      if (a[std::size_t(w)] & ~b[std::size_t(w)]) return false;
+    return true;
+  };
+  std::vector<std::vector<AttrId>> out;
+  for (std::size_t i = 0; i < elim_cliques.size(); ++i) {
+    bool maximal = true;
+    for (std::size_t j = 0; j < elim_cliques.size() && maximal; ++j) {
+      if (i == j || !subset(elim_cliques[i], elim_cliques[j])) continue;
+      if (!subset(elim_cliques[j], elim_cliques[i]) || j < i) maximal = false;
+    }
+    if (!maximal) continue;
+    std::vector<AttrId> c;
+    for (int v = 0; v < d; ++v)
+      if (elim_cliques[i][std::size_t(v >> 6)] >> (v & 63) & 1) c.push_back(v);
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+JunctionTree::JunctionTree(std::vector<std::int64_t> shape,
+                           std::vector<std::vector<AttrId>> cliques)
+    : shape_(std::move(shape)) {
+  check_shape(shape_);
+  if (shape_.empty()) throw InvalidArgument("junction tree needs at least one attribute, got 0");
+  const int d = num_attrs();
+  input_ = normalized_cliques(cliques, d);
+  cliques_ = triangulate(shape_, input_);
+  const std::size_t k = cliques_.size();
+  member_.assign(k * std::size_t(d), 0);
+  clique_cells_.resize(k);
+  for (std::size_t c = 0; c < k; ++c) {
+    double cells = 1.0;
+    for (AttrId a : cliques_[c]) {
+      member_[c * std::size_t(d) + std::size_t(a)] = 1;
+      cells *= static_cast<double>(shape_[std::size_t(a)]);
+    }
+    clique_cells_[c] = cells;
+  }
+  // Kruskal on the complete clique graph, heaviest separators first.
+  struct Candidate {
+    int card;
+    double cells;
+    int i, j;
+  };
+  std::vector<Candidate> cand;
+  cand.reserve(k * (k - 1) / 2);
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t j = i + 1; j < k; ++j) {
+      int card = 0;
+      double cells = 1.0;
+      for (AttrId a : cliques_[i])
+        if (member_[j * std::size_t(d) + std::size_t(a)]) {
+          ++card;
+          cells *= static_cast<double>(shape_[std::size_t(a)]);
+        }
+      cand.push_back({card, cells, int(i), int(j)});
+    }
+  std::sort(cand.begin(), cand.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.card != b.card) return a.card > b.card;
+    if (a.cells != b.cells) return a.cells > b.cells;
+    if (a.i != b.i) return a.i < b.i;
+    return a.j < b.j;
+  });
+  std::vector<int> uf(k);
+  std::iota(uf.begin(), uf.end(), 0);
+  auto find = [&](int x) {
+    while (uf[std::size_t(x)] != x) x = uf[std::size_t(x)] = uf[std::size_t(uf[std::size_t(x)])];
+    return x;
+  };
+  std::vector<std::vector<int>> adj(k);
+  for (const auto& c : cand) {
+    const int a = find(c.i), b = find(c.j);
+    if (a == b) continue;
+    uf[std::size_t(a)] = b;
+    adj[std::size_t(c.i)].push_back(c.j);
+    adj[std::size_t(c.j)].push_back(c.i);
+  }
+  for (auto& nb : adj) std::sort(nb.begin(), nb.end());
+  // Root at clique 0; breadth-first order puts parents before children.
+  parent_.assign(k, -1);
+  separator_.assign(k, {});
+  std::vector<char> seen(k, 0);
+  order_.push_back(0);
+  seen[0] = 1;
+  for (std::size_t head = 0; head < order_.size(); ++head) {
+    const int p = order_[head];
+    for (int c : adj[std::size_t(p)]) {
+      if (seen[std::size_t(c)]) continue;
+      seen[std::size_t(c)] = 1;
+      parent_[std::size_t(c)] = p;
+      for (AttrId a : cliques_[std::size_t(c)])
+        if (in_clique(p, a)) separator_[std::size_t(c)].push_back(a);
+      edges_.emplace_back(p, c);
+      order_.push_back(c);
+    }
+  }
+}
+
+std::vector<std::int64_t> JunctionTree::shape_of(const std::vector<AttrId>& attrs) const {
+  std::vector<std::int64_t> out;
+  out.reserve(attrs.size());
+  for (AttrId a : attrs) {
+    if (a < 0 || a >= num_attrs())
+      throw InvalidArgument("attribute id must be in [0, " + std::to_string(num_attrs()) +
+                            "), got " + std::to_string(a));
+    out.push_back(shape_[std::size_t(a)]);
+  }
+  return out;
+}
+
+std::uint64_t JunctionTree::size() const {
+  std::uint64_t total = 0;
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& c : cliques_) {
+    std::uint64_t cells = 1;
+    for (AttrId a : c) {
+      const auto s = static_cast<std::uint64_t>(shape_[std::size_t(a)]);
+      if (cells > max / s) throw TableTooLarge("junction tree size must fit in 64 bits");
+      cells *= s;
+    }
+    if (total > max - cells) throw TableTooLarge("junction tree size must fit in 64 bits");
+    total += cells;
+  }
+  return total;
+}
+
+double JunctionTree::size_mb() const {
+  return sum_cells(shape_, cliques_) * kBytesPerCell / kBytesPerMb;
+}
+
+double JunctionTree::hypothetical_size_mb(const std::vector<std::vector<AttrId>>& extra) const {
+  std::vector<std::vector<AttrId>> all(input_);
+  for (const auto& c : extra) {
+    check_attr_ids(c, num_attrs(), "extra clique");
+    all.push_back(c);
+  }
+  return sum_cells(shape_, triangulate(shape_, all)) * kBytesPerCell / kBytesPerMb;
+}
+
+int JunctionTree::containing_clique(const std::vector<AttrId>& attrs) const {
+  int best = -1;
+  for (std::size_t c = 0; c < cliques_.size(); ++c) {
+    bool all = true;
+    for (AttrId a : attrs)
+      if (a < 0 || a >= num_attrs() || !in_clique(int(c), a)) {
+        all = false;
+        break;
+      }
+    if (all && (best < 0 || clique_cells_[c] < clique_cells_[std::size_t(best)])) best = int(c);
+  }
+  return best;
+}
+
+CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
+                         const std::vector<Factor>& log_potentials) {
+  if (!tree) throw InvalidArgument("calibrate needs a junction tree, got null");
+  const JunctionTree& t = *tree;
+  const std::size_t k = t.cliques().size();
+  std::vector<Factor> belief;
+  belief.reserve(k);
+  for (const auto& c : t.cliques()) belief.emplace_back(c, t.shape_of(c), 0.0);
+  for (const Factor& f : log_potentials) {
+    check_attr_ids(f.attrs(), t.num_attrs(), "log-potential attributes");
+    for (std::size_t i = 0; i < f.attrs().size(); ++i)
+      if (f.shape()[i] != t.shape()[std::size_t(f.attrs()[i])])
+        throw InvalidArgument("log-potential size of attribute " + std::to_string(f.attrs()[i]) +
+                              " must be " + std::to_string(t.shape()[std::size_t(f.attrs()[i])]) +
+                              ", got " + std::to_string(f.shape()[i]));
+    for (double v : f.values())
+      if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
+        throw InvalidArgument("log-potential values must be finite or -inf, got " +
+                              std::to_string(v) + " in factor over " + attrs_text(f.attrs()));
+    const int c = t.containing_clique(f.attrs());
+    if (c < 0)
+      throw InvalidArgument("log-potential attributes must lie inside one clique of the "
+                            "junction tree, got " + attrs_text(f.attrs()));
+    belief[std::size_t(c)].add_inplace(f);
+  }
+  const auto& order = t.order();
+  // Upward pass: leaves first, each clique sends the log-sum-exp of its belief (its own
+  // potential plus its children's messages) onto the separator with its parent.
+  std::vector<Factor> up(k);
+  for (std::size_t idx = order.size(); idx-- > 1;) {
+    const int c = order[idx];
+    const int p = t.parent(c);
+    const auto& sep = t.separator(c);
+    Factor& b = belief[std::size_t(c)];
+    up[std::size_t(c)] = Factor(sep, t.shape_of(sep), 0.0);
+    Factor& msg = up[std::size_t(c)];
+    marginalize(b.data(), make_stride_map(b.attrs(), b.shape(), sep, msg.shape()), msg.data(),
+                msg.size(), true);
+    belief[std::size_t(p)].add_inplace(msg);
+  }
+  const double log_partition = belief[std::size_t(order[0])].logsumexp();
+  if (!(log_partition > -std::numeric_limits<double>::infinity()))
+    throw InvalidArgument("log-potentials must give positive total mass, got log-partition " +
+                          std::to_string(log_partition));
+  // Downward pass: the parent's full belief marginalised onto the separator, minus what the
+  // child sent up, is the product of every other message into the parent.
+  for (std::size_t idx = 1; idx < order.size(); ++idx) {
+    const int c = order[idx];
+    const Factor& pb = belief[std::size_t(t.parent(c))];
+    Factor& msg = up[std::size_t(c)];
+    Factor down(msg.attrs(), msg.shape(), 0.0);
+    marginalize(pb.data(), make_stride_map(pb.attrs(), pb.shape(), down.attrs(), down.shape()),
+                down.data(), down.size(), true);
+    for (std::uint64_t i = 0; i < down.size(); ++i) {
+      // -inf - -inf: the child has no mass on this separator cell, so any finite message
+      // leaves its belief at -inf there.
+      const double u = msg.data()[i];
+      down.data()[i] = u == -std::numeric_limits<double>::infinity() ? u : down.data()[i] - u;
+    }
+    belief[std::size_t(c)].add_inplace(down);
+  }
+  for (Factor& b : belief) {
+    b.add_scalar(-b.logsumexp());
+    b.exp_inplace();
+  }
+  return CalibratedTree(std::move(tree), std::move(belief), log_partition);
+}
+
+CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
+                               std::vector<Factor> beliefs, double log_partition)
+    : tree_(std::move(tree)), beliefs_(std::move(beliefs)), log_partition_(log_partition) {
+  if (!tree_) throw InvalidArgument("calibrated tree needs a junction tree, got null");
+  if (beliefs_.size() != tree_->cliques().size())
+    throw InvalidArgument("calibrated tree needs one belief per clique, got " +
+                          std::to_string(beliefs_.size()) + " for " +
+                          std::to_string(tree_->cliques().size()) + " cliques");
+}
+
+namespace {
+
+// Marginal of `attrs` by variable elimination over the product of `factors` (their product is
+// the joint of the union of their attributes). Greedy order: eliminate the attribute whose
+// combined table is smallest (ties: lowest AttrId).
+Factor eliminate(std::vector<Factor> factors, const std::vector<AttrId>& attrs,
+                 const std::vector<std::int64_t>& attrs_shape, int num_attrs) {
+  std::vector<char> keep(std::size_t(num_attrs), 0);
+  for (AttrId a : attrs) keep[std::size_t(a)] = 1;
+  for (;;) {
+    std::vector<char> present(std::size_t(num_attrs), 0);
+    for (const Factor& f : factors)
+      for (AttrId a : f.attrs()) present[std::size_t(a)] = 1;
+    int best = -1;
+    double best_cells = 0.0;
+    for (int v = 0; v < num_attrs; ++v) {
+      if (!present[std::size_t(v)] || keep[std::size_t(v)]) continue;
+      std::vector<char> scope(std::size_t(num_attrs), 0);
+      double cells = 1.0;
+      for (const Factor& f : factors) {
+        if (f.axis_of(v) < 0) continue;
+        for (std::size_t i = 0; i < f.attrs().size(); ++i)
+          if (!scope[std::size_t(f.attrs()[i])]) {
+            scope[std::size_t(f.attrs()[i])] = 1;
+            cells *= static_cast<double>(f.shape()[i]);
+          }
+      }
+      if (best < 0 || cells < best_cells) {
+        best = v;
+        best_cells = cells;
+      }
+    }
+    if (best < 0) break;
+    std::vector<Factor> rest;
+    std::vector<const Factor*> with;
+    for (const Factor& f : factors)
+      if (f.axis_of(best) >= 0) with.push_back(&f);
+    Factor product;
+    if (with.size() == 1) {
+      product = *with[0];
+    } else {
+      std::vector<AttrId> u = with[0]->attrs();
+      std::vector<std::int64_t> us = with[0]->shape();
+      for (std::size_t w = 1; w < with.size(); ++w)
+        for (std::size_t i = 0; i < with[w]->attrs().size(); ++i)
+          if (std::find(u.begin(), u.end(), with[w]->attrs()[i]) == u.end()) {
+            u.push_back(with[w]->attrs()[i]);
+            us.push_back(with[w]->shape()[i]);
+          }
+      product = with[0]->expand(u, us);
+      for (std::size_t w = 1; w < with.size(); ++w) product.multiply_inplace(*with[w]);
+    }
+    std::vector<AttrId> kept;
+    for (AttrId a : product.attrs())
+      if (a != best) kept.push_back(a);
+    Factor reduced = product.project(kept, false);
+    for (Factor& f : factors)
+      if (f.axis_of(best) < 0) rest.push_back(std::move(f));
+    rest.push_back(std::move(reduced));
+    factors = std::move(rest);
+  }
+  Factor out(attrs, attrs_shape, 1.0);
+  for (const Factor& f : factors) out.multiply_inplace(f);
+  const double total = out.sum();
+  if (total > 0.0) out.multiply_scalar(1.0 / total);
+  return out;
+}
+
+}  // namespace
+
+Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
+  const JunctionTree& t = *tree_;
+  check_attr_ids(attrs, t.num_attrs(), "projected attributes");
+  const int home = t.containing_clique(attrs);
+  if (home >= 0) return beliefs_[std::size_t(home)].project(attrs, false);
+  // Smallest subtree covering attrs: prune leaves whose wanted attributes all lie in their
+  // neighbour (by the running-intersection property, exactly the leaves that are not needed).
+  const std::size_t k = t.cliques().size();
+  std::vector<char> wanted(std::size_t(t.num_attrs()), 0);
+  for (AttrId a : attrs) wanted[std::size_t(a)] = 1;
+  std::vector<std::vector<int>> nbrs(k);
+  for (const auto& e : t.edges()) {
+    nbrs[std::size_t(e.first)].push_back(e.second);
+    nbrs[std::size_t(e.second)].push_back(e.first);
+  }
+  std::vector<char> alive(k, 1);
+  std::vector<int> degree(k);
+  for (std::size_t c = 0; c < k; ++c) degree[c] = int(nbrs[c].size());
+  std::size_t left = k;
+  for (bool changed = true; changed && left > 1;) {
+    changed = false;
+    for (std::size_t c = 0; c < k && left > 1; ++c) {
+      if (!alive[c] || degree[c] > 1) continue;
+      int nb = -1;
+      for (int x : nbrs[c])
+        if (alive[std::size_t(x)]) nb = x;
+      bool needed = false;
+      for (AttrId a : t.cliques()[c])
+        if (wanted[std::size_t(a)] && (nb < 0 || !t.in_clique(nb, a))) needed = true;
+      if (needed) continue;
+      alive[c] = 0;
+      --left;
+      if (nb >= 0) --degree[std::size_t(nb)];
+      changed = true;
+    }
+  }
+  // Joint of the subtree = top clique's belief × each other clique's belief divided by its
+  // marginal on the separator with its parent (0 where that marginal is 0).
+  std::vector<Factor> factors;
+  for (int c : t.order()) {
+    if (!alive[std::size_t(c)]) continue;
+    const Factor& b = beliefs_[std::size_t(c)];
+    const int p = t.parent(c);
+    if (p < 0 || !alive[std::size_t(p)]) {
+      factors.push_back(b);
+      continue;
+    }
+    Factor inv = b.project(t.separator(c), false);
+    for (double& v : inv.values()) v = v > 0.0 ? 1.0 / v : 0.0;
+    Factor cond = b;
+    cond.multiply_inplace(inv);
+    factors.push_back(std::move(cond));
+  }
+  return eliminate(std::move(factors), attrs, t.shape_of(attrs), t.num_attrs());
+}
+
+std::vector<Factor> CalibratedTree::project_many(
+    const std::vector<std::vector<AttrId>>& attrs_list) const {
+  for (const auto& attrs : attrs_list)
+    check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
+  std::vector<Factor> out;
+  out.reserve(attrs_list.size());
+  for (const auto& attrs : attrs_list) out.push_back(project(attrs));
+  return out;
+}
+
+}  // namespace dpcore

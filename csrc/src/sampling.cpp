@@ -1,0 +1,171 @@
+#include "dpcore/sampling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "dpcore/errors.hpp"
+
+namespace dpcore {
+
+std::uint64_t Rng::below(std::uint64_t bound) {
+  // Reject the lowest (2**64 mod bound) outputs so every residue is equally likely.
+  const std::uint64_t threshold = (0 - bound) % bound;
+  for (;;) {
+    const std::uint64_t r = engine_();
+    if (r >= threshold) return r % bound;
+  }
+}
+
+namespace {
+
+// p scaled to sum 1 (uniform when its mass is zero or not finite).
+void normalized(const double* p, std::size_t k, std::vector<double>* q) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < k; ++i) total += p[i] > 0.0 ? p[i] : 0.0;
+  q->resize(k);
+  if (!(total > 0.0) || !std::isfinite(total)) {
+    std::fill(q->begin(), q->end(), 1.0 / static_cast<double>(k));
+    return;
+  }
+  for (std::size_t i = 0; i < k; ++i) (*q)[i] = p[i] > 0.0 ? p[i] / total : 0.0;
+}
+
+void shuffle(std::int64_t* v, std::int64_t m, Rng& rng) {
+  for (std::int64_t i = m - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(i) + 1));
+    std::swap(v[i], v[j]);
+  }
+}
+
+}  // namespace
+
+void round_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out) {
+  if (m <= 0) return;
+  thread_local std::vector<double> q;
+  normalized(p, k, &q);
+  std::int64_t filled = 0;
+  thread_local std::vector<std::pair<std::pair<double, double>, std::size_t>> keys;
+  keys.clear();
+  for (std::size_t i = 0; i < k; ++i) {
+    const double expected = static_cast<double>(m) * q[i];
+    double whole = std::floor(expected);
+    if (whole > static_cast<double>(m - filled)) whole = static_cast<double>(m - filled);
+    const auto count = static_cast<std::int64_t>(whole);
+    for (std::int64_t c = 0; c < count; ++c) out[filled++] = static_cast<std::int64_t>(i);
+    // Efraimidis-Spirakis: the r smallest keys -log(U)/w are a draw of r items without
+    // replacement, each successive item chosen proportionally to its weight w. Zero-weight
+    // items sort after all others (in random order) and are used only if rounding left too
+    // few positive fractions.
+    const double frac = expected - whole;
+    const double u = 1.0 - rng.uniform();  // (0, 1]
+    if (frac > 0.0)
+      keys.push_back({{-std::log(u) / frac, 0.0}, i});
+    else
+      keys.push_back({{std::numeric_limits<double>::infinity(), u}, i});
+  }
+  const std::int64_t extra = m - filled;
+  if (extra > 0) {
+    const auto r = static_cast<std::ptrdiff_t>(std::min<std::int64_t>(extra, std::int64_t(k)));
+    std::partial_sort(keys.begin(), keys.begin() + r, keys.end());
+    for (std::int64_t e = 0; e < extra; ++e)
+      out[filled++] = static_cast<std::int64_t>(keys[std::size_t(e % r)].second);
+  }
+  shuffle(out, m, rng);
+}
+
+void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out) {
+  if (m <= 0) return;
+  thread_local std::vector<double> cdf;
+  normalized(p, k, &cdf);
+  double run = 0.0;
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    run += cdf[i];
+    if (cdf[i] > 0.0) last = i;
+    cdf[i] = run;
+  }
+  for (std::int64_t r = 0; r < m; ++r) {
+    const double u = rng.uniform() * run;
+    auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
+    std::size_t i = static_cast<std::size_t>(it - cdf.begin());
+    // Rounding can put u at the very top; the last value with mass takes it.
+    out[r] = static_cast<std::int64_t>(i > last ? last : i);
+  }
+}
+
+void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
+                    std::uint64_t seed, std::int64_t* out) {
+  if (n < 0) throw InvalidArgument("number of records must be >= 0, got " + std::to_string(n));
+  const JunctionTree& t = model.tree();
+  const auto d = static_cast<std::size_t>(t.num_attrs());
+  if (n == 0) return;
+  Rng rng(seed);
+  std::vector<std::int64_t> rows_by_group;
+  std::vector<std::int64_t> group_start;
+  std::vector<std::int64_t> draws(static_cast<std::size_t>(n));
+  for (int c : t.order()) {
+    const auto& sep = t.separator(c);
+    std::vector<AttrId> fresh;
+    for (AttrId a : t.cliques()[std::size_t(c)])
+      if (std::find(sep.begin(), sep.end(), a) == sep.end()) fresh.push_back(a);
+    if (fresh.empty()) continue;
+    // Conditional table: rows = separator cells, columns = cells of the new attributes.
+    std::vector<AttrId> layout(sep);
+    layout.insert(layout.end(), fresh.begin(), fresh.end());
+    const Factor table = model.beliefs()[std::size_t(c)].transpose(layout);
+    const std::vector<std::int64_t> fresh_shape = t.shape_of(fresh);
+    const std::vector<std::int64_t> sep_shape = t.shape_of(sep);
+    std::size_t width = 1;
+    for (std::int64_t s : fresh_shape) width *= static_cast<std::size_t>(s);
+    std::size_t groups = 1;
+    for (std::int64_t s : sep_shape) groups *= static_cast<std::size_t>(s);
+    // Stable counting sort of the rows by separator cell: deterministic group membership.
+    std::vector<std::int64_t> key(static_cast<std::size_t>(n), 0);
+    for (std::int64_t r = 0; r < n; ++r) {
+      std::int64_t cell = 0;
+      for (std::size_t j = 0; j < sep.size(); ++j)
+        cell = cell * sep_shape[j] + out[std::size_t(r) * d + std::size_t(sep[j])];
+      key[std::size_t(r)] = cell;
+    }
+    group_start.assign(groups + 1, 0);
+    for (std::int64_t r = 0; r < n; ++r) ++group_start[std::size_t(key[std::size_t(r)]) + 1];
+    for (std::size_t g = 0; g < groups; ++g) group_start[g + 1] += group_start[g];
+    rows_by_group.assign(static_cast<std::size_t>(n), 0);
+    {
+      std::vector<std::int64_t> cursor(group_start.begin(), group_start.end() - 1);
+      for (std::int64_t r = 0; r < n; ++r)
+        rows_by_group[std::size_t(cursor[std::size_t(key[std::size_t(r)])]++)] = r;
+    }
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::int64_t begin = group_start[g], m = group_start[g + 1] - begin;
+      if (m == 0) continue;
+      const double* p = table.data() + g * width;
+      if (method == SampleMethod::kRound)
+        round_group(p, width, m, rng, draws.data());
+      else
+        sample_group(p, width, m, rng, draws.data());
+      for (std::int64_t i = 0; i < m; ++i) {
+        const std::int64_t r = rows_by_group[std::size_t(begin + i)];
+        std::int64_t cell = draws[std::size_t(i)];
+        for (std::size_t j = fresh.size(); j-- > 0;) {
+          out[std::size_t(r) * d + std::size_t(fresh[j])] = cell % fresh_shape[j];
+          cell /= fresh_shape[j];
+        }
+      }
+    }
+  }
+}
+
+std::vector<std::int64_t> sample_records(const CalibratedTree& model, std::int64_t n,
+                                         SampleMethod method, std::uint64_t seed) {
+  if (n < 0) throw InvalidArgument("number of records must be >= 0, got " + std::to_string(n));
+  std::vector<std::int64_t> out(static_cast<std::size_t>(n) *
+                                static_cast<std::size_t>(model.tree().num_attrs()));
+  sample_records(model, n, method, seed, out.data());
+  return out;
+}
+
+}  // namespace dpcore

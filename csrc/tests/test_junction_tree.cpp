@@ -1,0 +1,140 @@
+// Unit tests for junction-tree construction, calibration and projection, checked against the
+// brute-force joint table on small domains.
+#include "dpcore/junction_tree.hpp"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "check.hpp"
+#include "dpcore/errors.hpp"
+
+using namespace dpcore;
+
+using Cliques = std::vector<std::vector<AttrId>>;
+
+static Factor random_factor(std::vector<AttrId> attrs, const std::vector<std::int64_t>& shape,
+                            std::mt19937_64& rng) {
+  std::vector<std::int64_t> s;
+  for (AttrId a : attrs) s.push_back(shape[std::size_t(a)]);
+  Factor f(std::move(attrs), s, 0.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (double& v : f.values()) v = normal(rng);
+  return f;
+}
+
+// The normalised joint over every attribute (domain order) and the log-partition.
+static Factor brute_joint(const std::vector<std::int64_t>& shape, const std::vector<Factor>& fs,
+                          double* log_partition) {
+  std::vector<AttrId> all;
+  for (std::size_t a = 0; a < shape.size(); ++a) all.push_back(AttrId(a));
+  Factor joint(all, shape, 0.0);
+  for (const Factor& f : fs) joint.add_inplace(f);
+  *log_partition = joint.logsumexp();
+  joint.add_scalar(-*log_partition);
+  joint.exp_inplace();
+  return joint;
+}
+
+static void test_sizes_by_hand() {
+  // Chain a-b-c with sizes 2, 3, 4: cliques {a,b} (6 cells) and {b,c} (12 cells).
+  JunctionTree chain({2, 3, 4}, {{1, 0}, {1, 2}});
+  CHECK((chain.cliques() == Cliques{{0, 1}, {1, 2}}));
+  CHECK(chain.size() == 18);
+  CHECK_NEAR(chain.size_mb(), 18.0 * 8.0 / 1048576.0, 1e-18);
+  CHECK(chain.edges().size() == 1);
+  // A 4-cycle a-b-c-d (sizes 2, 3, 4, 5) needs one chord. Elimination costs: a 2*3*5 = 30,
+  // b 3*2*4 = 24, c 4*3*5 = 60, d 5*4*2 = 40; b goes first, adding the chord a-c:
+  // cliques {a,b,c} = 24 cells and {a,c,d} = 40 cells.
+  JunctionTree cycle({2, 3, 4, 5}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+  CHECK((cycle.cliques() == Cliques{{0, 1, 2}, {0, 2, 3}}));
+  CHECK(cycle.size() == 64);
+  // An attribute in no clique becomes a singleton clique.
+  JunctionTree lonely({2, 3, 7}, {{0, 1}});
+  CHECK((lonely.cliques() == Cliques{{0, 1}, {2}}));
+  CHECK(lonely.size() == 13);
+  CHECK(lonely.containing_clique({2}) == 1);
+  CHECK(lonely.containing_clique({1, 2}) == -1);
+  CHECK(lonely.containing_clique({}) == 0);
+}
+
+static void test_hypothetical_size_matches_built_tree() {
+  const std::vector<std::int64_t> shape{3, 2, 4, 5, 2, 3};
+  const Cliques base{{0, 1}, {1, 2}, {3, 4}};
+  JunctionTree t(shape, base);
+  for (const Cliques& extra : {Cliques{{2, 3}}, Cliques{{0, 5}, {5, 4}}, Cliques{{0, 2, 4}},
+                               Cliques{}}) {
+    Cliques all(base);
+    all.insert(all.end(), extra.begin(), extra.end());
+    CHECK_NEAR(t.hypothetical_size_mb(extra), JunctionTree(shape, all).size_mb(), 0.0);
+  }
+  CHECK_THROWS(t.hypothetical_size_mb({{0, 9}}), InvalidArgument);
+}
+
+static void check_against_brute_force(const std::vector<std::int64_t>& shape,
+                                      const Cliques& cliques, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Factor> pots;
+  for (const auto& c : cliques) pots.push_back(random_factor(c, shape, rng));
+  auto tree = std::make_shared<JunctionTree>(shape, cliques);
+  const CalibratedTree cal = calibrate(tree, pots);
+  double log_z = 0.0;
+  const Factor joint = brute_joint(shape, pots, &log_z);
+  CHECK_NEAR(cal.log_partition(), log_z, 1e-10);
+  for (std::size_t c = 0; c < tree->cliques().size(); ++c) {
+    const Factor want = joint.project(tree->cliques()[c]);
+    for (std::uint64_t i = 0; i < want.size(); ++i)
+      CHECK_NEAR(cal.beliefs()[c].values()[i], want.values()[i], 1e-12);
+  }
+  // Every pair and triple of attributes, in and out of cliques, in reversed order.
+  const int d = int(shape.size());
+  for (int a = 0; a < d; ++a)
+    for (int b = a + 1; b < d; ++b)
+      for (int c = b; c < d; ++c) {
+        std::vector<AttrId> q = c == b ? std::vector<AttrId>{b, a} : std::vector<AttrId>{c, a, b};
+        const Factor got = cal.project(q);
+        const Factor want = joint.project(q);
+        for (std::uint64_t i = 0; i < want.size(); ++i)
+          CHECK_NEAR(got.values()[i], want.values()[i], 1e-12);
+      }
+}
+
+static void test_calibration_matches_brute_force() {
+  check_against_brute_force({2, 3, 4, 2}, {{0, 1}, {1, 2}, {2, 3}}, 1);            // chain
+  check_against_brute_force({2, 3, 4, 5}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 2);    // cycle
+  check_against_brute_force({3, 1, 2, 2, 3}, {{0, 1, 2}, {2, 3}, {0, 4}}, 3);      // tree
+  check_against_brute_force({2, 2, 3}, {{0, 1, 2}}, 4);                            // clique
+  check_against_brute_force({2, 3, 2, 2}, {{0, 1}, {2, 3}}, 5);                    // forest
+  check_against_brute_force({2, 3, 2, 2, 3}, {{0, 2}, {1, 3}, {2, 4}, {4, 1}, {0, 3}}, 6);
+}
+
+static void test_calibrate_rejects_bad_input() {
+  auto tree = std::make_shared<JunctionTree>(std::vector<std::int64_t>{2, 3, 4},
+                                             Cliques{{0, 1}, {1, 2}});
+  CHECK_THROWS(calibrate(tree, {Factor({0, 2}, {2, 4}, 0.0)}), InvalidArgument);  // no clique
+  CHECK_THROWS(calibrate(tree, {Factor({0}, {5}, 0.0)}), InvalidArgument);        // wrong size
+  CHECK_THROWS(calibrate(tree, {Factor({0}, {2}, NAN)}), InvalidArgument);
+  CHECK_THROWS(calibrate(tree, {Factor({0}, {2}, INFINITY)}), InvalidArgument);
+  CHECK_THROWS(calibrate(tree, {Factor({0}, {2}, -INFINITY)}), InvalidArgument);  // no mass
+  CHECK_THROWS(calibrate(tree, {Factor({7}, {2}, 0.0)}), InvalidArgument);
+  CHECK_THROWS(JunctionTree({2, 0}, {}), InvalidArgument);
+  CHECK_THROWS(JunctionTree({2, 2}, {{0, 0}}), InvalidArgument);
+  CHECK_THROWS(JunctionTree({}, {}), InvalidArgument);
+  // Zero probabilities are allowed where some mass remains.
+  Factor partial({0}, {2}, std::vector<double>{-INFINITY, 0.0});
+  const CalibratedTree cal = calibrate(tree, {partial});
+  CHECK_NEAR(cal.project({0}).values()[0], 0.0, 0.0);
+  CHECK_NEAR(cal.project({0, 2}).values()[5], 0.25, 1e-12);
+  const std::uint64_t old = set_max_table_cells(10);
+  CHECK_THROWS(calibrate(tree, {}), TableTooLarge);
+  set_max_table_cells(old);
+}
+
+int main() {
+  test_sizes_by_hand();
+  test_hypothetical_size_matches_built_tree();
+  test_calibration_matches_brute_force();
+  test_calibrate_rejects_bad_input();
+  return dpcore_test::report();
+}

@@ -1,0 +1,86 @@
+// Unit tests for the samplers: exact properties of randomized rounding, reproducibility, and
+// a loose check that ancestral sampling follows the model.
+#include "dpcore/sampling.hpp"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "check.hpp"
+#include "dpcore/errors.hpp"
+
+using namespace dpcore;
+
+static void test_round_group_counts() {
+  // Expected counts 10 * (0.25, 0.5, 0.25) = 2.5, 5, 2.5: floors 2, 5, 2 and one extra row,
+  // so the counts are (3, 5, 2) or (2, 5, 3).
+  const double p[3] = {1.0, 2.0, 1.0};
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    Rng rng(seed);
+    std::int64_t out[10];
+    round_group(p, 3, 10, rng, out);
+    int counts[3] = {0, 0, 0};
+    for (std::int64_t v : out) ++counts[v];
+    CHECK(counts[1] == 5);
+    CHECK(counts[0] + counts[2] == 5);
+    CHECK(counts[0] >= 2 && counts[2] >= 2);
+  }
+  const double zero[2] = {0.0, 0.0};  // no mass: uniform
+  Rng rng(1);
+  std::int64_t out[4];
+  round_group(zero, 2, 4, rng, out);
+  CHECK(out[0] + out[1] + out[2] + out[3] == 2);
+}
+
+static void test_sample_group_follows_p() {
+  const double p[4] = {0.1, 0.2, 0.3, 0.4};
+  Rng rng(7);
+  std::vector<std::int64_t> out(200000);
+  sample_group(p, 4, std::int64_t(out.size()), rng, out.data());
+  double counts[4] = {0, 0, 0, 0};
+  for (std::int64_t v : out) counts[v] += 1.0;
+  // Standard error of each frequency is at most sqrt(0.25 / 2e5) ~ 0.0011; allow 6 of them.
+  for (int i = 0; i < 4; ++i) CHECK_NEAR(counts[i] / double(out.size()), p[i], 0.0067);
+}
+
+static void test_records_reproducible_and_consistent() {
+  const std::vector<std::int64_t> shape{2, 3, 4};
+  auto tree = std::make_shared<JunctionTree>(shape, std::vector<std::vector<AttrId>>{{0, 1}, {1, 2}});
+  Factor ab({0, 1}, {2, 3}, std::vector<double>{0.1, -0.3, 0.7, 1.2, 0.0, -1.0});
+  Factor bc({1, 2}, {3, 4}, std::vector<double>{0.5, 0.2, -0.1, 0.0, 1.0, 0.3, -0.2, 0.4, 0.0,
+                                                0.0, 0.9, -0.6});
+  const CalibratedTree cal = calibrate(tree, {ab, bc});
+  for (SampleMethod how : {SampleMethod::kRound, SampleMethod::kSample}) {
+    const auto a = sample_records(cal, 5000, how, 42);
+    const auto b = sample_records(cal, 5000, how, 42);
+    const auto c = sample_records(cal, 5000, how, 43);
+    CHECK(a == b);
+    CHECK(a != c);
+    for (std::size_t r = 0; r < 5000; ++r)
+      for (std::size_t j = 0; j < 3; ++j)
+        CHECK(a[r * 3 + j] >= 0 && a[r * 3 + j] < shape[j]);
+  }
+  // Rounding: the root clique's counts are within one of n times its belief.
+  const int root = tree->order()[0];
+  const Factor& belief = cal.beliefs()[std::size_t(root)];
+  const auto rec = sample_records(cal, 1000, SampleMethod::kRound, 3);
+  std::vector<double> counts(belief.size(), 0.0);
+  for (std::size_t r = 0; r < 1000; ++r) {
+    std::size_t cell = 0;
+    for (std::size_t j = 0; j < belief.attrs().size(); ++j)
+      cell = cell * std::size_t(belief.shape()[j]) +
+             std::size_t(rec[r * 3 + std::size_t(belief.attrs()[j])]);
+    counts[cell] += 1.0;
+  }
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    CHECK(std::fabs(counts[i] - 1000.0 * belief.values()[i]) < 1.0);
+  CHECK(sample_records(cal, 0, SampleMethod::kRound, 1).empty());
+  CHECK_THROWS(sample_records(cal, -1, SampleMethod::kRound, 1), InvalidArgument);
+}
+
+int main() {
+  test_round_group_counts();
+  test_sample_group_follows_p();
+  test_records_reproducible_and_consistent();
+  return dpcore_test::report();
+}

@@ -342,19 +342,13 @@ def _cmd_proofs(args: argparse.Namespace) -> int:
         import proofs
     except ImportError:
         raise CliError("the proofs package is not installed") from None
-    run_all = getattr(proofs, "run_all", None)
-    if run_all is None:
-        raise CliError("proofs.run_all is missing from the installed proofs package")
-    ok = run_all()
-    return EXIT_OK if ok in (None, True) or (not isinstance(ok, bool) and _all_ok(ok)) \
-        else EXIT_PRIVACY
-
-
-def _all_ok(results: Any) -> bool:
-    try:
-        return all(getattr(r, "ok", r) for r in results)
-    except TypeError:
-        return bool(results)
+    results = proofs.run_all()
+    print(proofs.format_table(results))
+    failed = [r.name for r in results if not r.ok]
+    if failed:
+        raise CliError(f"{len(failed)} of {len(results)} privacy proofs failed: "
+                       f"{', '.join(failed)}", EXIT_PRIVACY)
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------------ parser
@@ -424,6 +418,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # e.g. `dpcore evaluate ... | head`: stop quietly, like cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(argv)
     if getattr(args, "missing_values", "unset") is None:
@@ -439,6 +442,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = "privacy refusal" if code == EXIT_PRIVACY else "error"
         print(f"dpcore: {kind}: {err}", file=sys.stderr)
         return code
+    except BrokenPipeError:
+        raise
+    except OSError as err:  # e.g. disk full while writing; the atomic writers left nothing
+        print(f"dpcore: error: {err}", file=sys.stderr)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         print("dpcore: interrupted", file=sys.stderr)
         return 130

@@ -34,7 +34,7 @@ import pandas as pd
 from dpcore.errors import InvalidArgumentError
 from dpcore.schema import (
     INFER_WARNING, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
-    equal_width_edges,
+    default_file_mode, equal_width_edges,
 )
 
 DEFAULT_CHUNK_ROWS = 500_000
@@ -325,6 +325,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, missing_token: 
         raise InvalidArgumentError(f"cannot write {str(path)!r}: {err.strerror}") from None
     os.close(fd)
     try:
+        os.chmod(tmp, default_file_mode())
         if target.suffix.lower() in (".parquet", ".pq"):
             frame.to_parquet(tmp, index=False)
         else:

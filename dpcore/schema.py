@@ -362,12 +362,20 @@ class Schema:
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
 
+def default_file_mode() -> int:
+    """The mode ``open()`` would give a new file (mkstemp's temporaries are 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                dir=target.parent if str(target.parent) else ".")
     try:
+        os.chmod(tmp, default_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, target)

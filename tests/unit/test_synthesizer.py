@@ -1,0 +1,101 @@
+"""The scikit-learn-style API and the doctests of the front-door modules."""
+import doctest
+import importlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.errors import InvalidArgumentError
+from mechanisms.synthesizer import AIM, MST, MWEM, Independent, Synthesizer
+
+
+@pytest.mark.parametrize("module", ["mechanisms.synthesizer", "dpcore.schema",
+                                    "dpcore.encoding", "dpcore.evaluation"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+SCHEMA = {"columns": {
+    "age": {"type": "numeric", "lower": 0, "upper": 99, "bins": 10, "integer": True},
+    "job": {"type": "categorical", "categories": ["a", "b", "c"], "other": "other"},
+    "city": {"type": "categorical", "categories": ["x", "y"]},
+    "score": {"type": "numeric", "bins": [0.0, 0.5, 1.0], "missing": "code"}}}
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(7)
+    n = 400
+    age = rng.integers(0, 100, n)
+    return pd.DataFrame({
+        "age": age,
+        "job": np.where(age > 50, "a", rng.choice(["b", "c", "zz"], n)),
+        "city": rng.choice(["x", "y"], n),
+        "score": np.where(rng.random(n) < 0.1, np.nan, rng.random(n))})
+
+
+def test_create_by_name_and_errors():
+    assert isinstance(Synthesizer.create("AIM", epsilon=1, delta=1e-6), AIM)
+    for name, cls in [("mst", MST), ("mwem", MWEM), ("independent", Independent)]:
+        assert type(Synthesizer.create(name, epsilon=1, delta=1e-6)) is cls
+    with pytest.raises(InvalidArgumentError, match="mechanism must be one of"):
+        Synthesizer.create("gan", epsilon=1, delta=1e-6)
+    for kwargs, message in [({"epsilon": 0, "delta": 1e-6}, "epsilon must be"),
+                            ({"epsilon": float("inf"), "delta": 1e-6}, "epsilon must be"),
+                            ({"epsilon": 1, "delta": 1}, "delta must be in"),
+                            ({"epsilon": True, "delta": 1e-6}, "epsilon must be")]:
+        with pytest.raises(InvalidArgumentError, match=message):
+            MST(**kwargs)
+
+
+def test_fit_needs_schema_and_unfitted_use_is_an_error(frame):
+    with pytest.raises(InvalidArgumentError, match="schema is required"):
+        MST(epsilon=1, delta=1e-6).fit(frame)
+    with pytest.raises(InvalidArgumentError, match="call fit"):
+        MST(epsilon=1, delta=1e-6).sample(3)
+    with pytest.raises(InvalidArgumentError, match="DataFrame"):
+        MST(epsilon=1, delta=1e-6).fit(frame.to_numpy(), schema=SCHEMA)
+
+
+def test_independent_fit_sample_verify(frame, tmp_path):
+    path = tmp_path / "ledger.json"
+    synth = Independent(epsilon=2.0, delta=1e-6, seed=3, ledger_path=path).fit(frame, SCHEMA)
+    sample = synth.sample(250)
+    assert list(sample.columns) == list(SCHEMA["columns"]) and len(sample) == 250
+    assert pd.api.types.is_integer_dtype(sample["age"]) and sample["age"].between(0, 99).all()
+    assert set(sample["job"]) <= {"a", "b", "c", "other"}
+    assert synth.verify().ok and json.loads(path.read_text())["entries"]
+    assert synth.ledger.spent <= synth.ledger.budget
+    with pytest.raises(InvalidArgumentError, match="already fitted"):
+        synth.fit(frame, SCHEMA)
+    with pytest.raises(InvalidArgumentError, match="only AIM"):
+        synth.confidence_bounds()
+    with pytest.raises(InvalidArgumentError, match="n must be"):
+        synth.sample(0)
+
+
+def test_aim_small_workload_bounds(frame):
+    work = [("age", "job"), ("city", "score")]
+    synth = AIM(epsilon=5.0, delta=1e-6, workload=work, rounds=4, seed=1).fit(frame, SCHEMA)
+    bounds = synth.confidence_bounds()
+    assert list(bounds.columns) == ["attrs", "bound", "level", "supported"]
+    assert {("age", "job"), ("city", "score")} <= set(bounds["attrs"])
+    assert (bounds["bound"] >= 0).all() and synth.model is not None
+    assert len(synth.sample()) >= 1
+
+
+def test_same_seed_same_sample(frame):
+    a = MST(epsilon=1.0, delta=1e-6, seed=11).fit(frame, SCHEMA).sample(50)
+    b = MST(epsilon=1.0, delta=1e-6, seed=11).fit(frame, SCHEMA).sample(50)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_pre_encoded_in_codes_out(frame):
+    codes = pd.DataFrame({"a": [0, 1, 2, 1] * 30, "b": [0, 1, 1, 0] * 30})
+    synth = MWEM(epsilon=3.0, delta=1e-6, workload="all-2way", rounds=2, seed=0)
+    out = synth.fit(codes, schema={"a": 3, "b": 2}).sample(40)
+    assert list(out.columns) == ["a", "b"] and out.dtypes.tolist() == [np.int64, np.int64]
+    assert out["a"].between(0, 2).all() and out["b"].between(0, 1).all()

@@ -1,0 +1,174 @@
+"""Junction trees over a Domain and exact marginal inference on them (thin facade).
+
+The work happens in the compiled core (``csrc/src/junction_tree.cpp``): greedy min-size
+triangulation, maximal cliques, a maximum spanning tree on separator cardinality, log-space
+sum-product calibration, variable elimination for marginals outside one clique, and record
+sampling (NIST-MST paper, papers/nist-mst.txt, Algorithms 7-8). This module maps attribute
+names to domain positions and numpy arrays to Factors.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from dpcore import _core
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
+from dpcore.factor import Factor
+
+__all__ = ["JunctionTree", "CalibratedTree"]
+
+_MB = 2.0**20
+_BYTES_PER_CELL = 8
+
+
+def _attr_tuple(attrs) -> tuple:
+    return (attrs,) if isinstance(attrs, str) else tuple(attrs)
+
+
+class JunctionTree:
+    """A junction tree covering every attribute of ``domain``.
+
+    ``cliques`` are attribute tuples (any order); attributes in none of them become singleton
+    cliques. ``.cliques`` are the maximal cliques of the triangulated graph, each in domain
+    order; ``.edges`` are (parent, child) index pairs into ``.cliques``.
+
+    >>> from dpcore.domain import Domain
+    >>> tree = JunctionTree(Domain(("a", "b", "c"), (2, 3, 4)), [("a", "b"), ("b", "c")])
+    >>> tree.cliques, tree.edges, tree.size
+    ((('a', 'b'), ('b', 'c')), ((0, 1),), 18)
+    """
+
+    def __init__(self, domain, cliques: Sequence[Sequence[str]]):
+        from dpcore.domain import Domain
+
+        if not isinstance(domain, Domain):
+            raise DpcoreTypeError(f"domain must be a dpcore.Domain, got {type(domain).__name__}")
+        self.domain = domain
+        self._index = {a: i for i, a in enumerate(domain.attrs)}
+        ids = [self._ids(c, "clique") for c in cliques]
+        self._core = _core.JunctionTree([int(s) for s in domain.shape], ids)
+        attrs = domain.attrs
+        self.cliques = tuple(tuple(attrs[i] for i in c) for c in self._core.cliques)
+        self.edges = tuple(tuple(e) for e in self._core.edges)
+        self._clique_domains = tuple(domain.project(c) for c in self.cliques)
+
+    def _ids(self, attrs, what: str) -> list[int]:
+        attrs = _attr_tuple(attrs)
+        try:
+            ids = [self._index[a] for a in attrs]
+        except (KeyError, TypeError):
+            bad = next(a for a in attrs if not isinstance(a, str) or a not in self._index)
+            raise InvalidArgumentError(
+                f"{what} attributes must be in the domain {tuple(self.domain.attrs)}, "
+                f"got {bad!r}") from None
+        if len(set(ids)) != len(ids):
+            raise InvalidArgumentError(f"{what} attributes must be distinct, got {attrs}")
+        return ids
+
+    def __repr__(self) -> str:
+        return f"JunctionTree(cliques={len(self.cliques)}, size_mb={self.size_mb:.4g})"
+
+    @property
+    def size(self) -> int:
+        """Total cells of all clique tables (exact)."""
+        return sum(self.domain.size(c) for c in self.cliques)
+
+    @property
+    def size_mb(self) -> float:
+        """size * 8 bytes in MB of 2**20 bytes (AIM's JT-SIZE)."""
+        return self.size * _BYTES_PER_CELL / _MB
+
+    def hypothetical_size_mb(self, extra_cliques: Sequence[Sequence[str]]) -> float:
+        """size_mb of ``JunctionTree(domain, cliques + extra_cliques)``, without building it.
+
+        ``cliques`` are the cliques this tree was built from (not its maximal cliques).
+        """
+        return self._core.hypothetical_size_mb([self._ids(c, "extra clique")
+                                                for c in extra_cliques])
+
+    def hypothetical_sizes_mb(self, candidates: Sequence[Sequence[str]]) -> list[float]:
+        """``[hypothetical_size_mb([c]) for c in candidates]`` in one compiled call."""
+        return self._core.hypothetical_sizes_mb([[self._ids(c, "candidate")]
+                                                 for c in candidates])
+
+    def containing_clique(self, attrs) -> int | None:
+        """Index of the smallest clique containing every attribute of ``attrs``, or None."""
+        j = self._core.containing_clique(self._ids(attrs, "query"))
+        return None if j < 0 else j
+
+    def calibrate(self, log_potentials: Sequence[Factor]) -> CalibratedTree:
+        """Calibrated beliefs of p(x) ∝ exp(Σ_f f(x_f)) (log-space sum-product).
+
+        Each factor is summed into the smallest clique containing its attributes.
+        """
+        items = []
+        for f in log_potentials:
+            if not isinstance(f, Factor):
+                raise DpcoreTypeError(f"log_potentials must be Factors, got {type(f).__name__}")
+            for a in f.attributes:
+                if a in self._index and f.domain[a] != self.domain[a]:
+                    raise InvalidArgumentError(
+                        f"log-potential attribute {a!r} must have size {self.domain[a]}, "
+                        f"got {f.domain[a]}")
+            items.append((self._ids(f.attributes, "log-potential"), f.values))
+        return CalibratedTree(self, self._core.calibrate(items))
+
+
+class CalibratedTree:
+    """Calibrated clique beliefs: exact marginals of the tree's distribution."""
+
+    __slots__ = ("tree", "_core", "_beliefs")
+
+    def __init__(self, tree: JunctionTree, core):
+        self.tree = tree
+        self._core = core
+        self._beliefs = None
+
+    @property
+    def log_partition(self) -> float:
+        return float(self._core.log_partition)
+
+    @property
+    def beliefs(self) -> list[Factor]:
+        """One probability Factor per clique of ``tree.cliques``, each summing to 1."""
+        if self._beliefs is None:
+            self._beliefs = [Factor(d, v) for d, v in
+                             zip(self.tree._clique_domains, self._core.beliefs)]
+        return list(self._beliefs)
+
+    def project(self, attrs) -> Factor:
+        """The marginal distribution of ``attrs`` (axes in the given order), summing to 1."""
+        attrs = _attr_tuple(attrs)
+        values = self._core.project(self.tree._ids(attrs, "query"))
+        return Factor(self.tree.domain.project(attrs), values)
+
+    def project_many(self, attrs_list: Sequence[Sequence[str]]) -> list[Factor]:
+        """``[project(a) for a in attrs_list]`` in one compiled call."""
+        attrs_list = [_attr_tuple(a) for a in attrs_list]
+        ids = [self.tree._ids(a, "query") for a in attrs_list]
+        return [Factor(self.tree.domain.project(a), v)
+                for a, v in zip(attrs_list, self._core.project_many(ids))]
+
+    def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
+        """``n`` records (n x d int64 codes, domain order) drawn from the model.
+
+        ``method="round"``: randomized rounding along the tree (NIST-MST Alg. 7-8), so every
+        clique marginal of the records is within rounding of ``n`` times the model's;
+        ``"sample"``: independent ancestral draws. A given ``seed`` (0 <= seed < 2**64) gives
+        the same records on every run; None draws a seed from the OS.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise DpcoreTypeError(f"n must be an integer, got {type(n).__name__}")
+        if n < 0:
+            raise InvalidArgumentError(f"n must be >= 0, got {n}")
+        if method not in ("round", "sample"):
+            raise InvalidArgumentError(f"method must be 'round' or 'sample', got {method!r}")
+        if seed is None:
+            seed = int.from_bytes(os.urandom(8), "little")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise DpcoreTypeError(f"seed must be an integer or None, got {type(seed).__name__}")
+        if not 0 <= seed < 2**64:
+            raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
+        return self._core.sample(int(n), method, int(seed))

@@ -1,0 +1,135 @@
+"""JunctionTree and CalibratedTree: hand-computed structure, sizes, sampling basics, errors."""
+import numpy as np
+import pytest
+
+from dpcore.domain import Domain
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError, TableTooLargeError
+from dpcore.factor import Factor
+from dpcore.junction_tree import CalibratedTree, JunctionTree
+
+CYCLE = Domain(("a", "b", "c", "d"), (2, 3, 4, 5))
+CYCLE_CLIQUES = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")]
+
+
+def test_chain_structure_and_size():
+    tree = JunctionTree(Domain(("a", "b", "c"), (2, 3, 4)), [("b", "a"), ("c", "b")])
+    assert tree.cliques == (("a", "b"), ("b", "c"))
+    assert tree.edges == ((0, 1),)
+    assert tree.size == 6 + 12
+    assert tree.size_mb == 18 * 8 / 2**20
+
+
+def test_cycle_gets_the_cheapest_chord():
+    # Elimination costs a: 2*3*5=30, b: 3*2*4=24, c: 4*3*5=60, d: 5*4*2=40, so b goes first
+    # and the chord is a-c: cliques {a,b,c} (24 cells) and {a,c,d} (40 cells).
+    tree = JunctionTree(CYCLE, CYCLE_CLIQUES)
+    assert tree.cliques == (("a", "b", "c"), ("a", "c", "d"))
+    assert tree.size == 64
+    assert tree.containing_clique(("c", "a")) == 0  # both contain it: the smaller one
+    assert tree.containing_clique(("d",)) == 1
+    assert tree.containing_clique(("b", "d")) is None
+
+
+def test_missing_attributes_become_singletons():
+    tree = JunctionTree(CYCLE, [("a", "b")])
+    assert tree.cliques == (("a", "b"), ("c",), ("d",))
+    assert tree.size == 6 + 4 + 5
+    assert len(tree.edges) == 2
+    assert JunctionTree(CYCLE, []).size == 2 + 3 + 4 + 5
+
+
+def test_hypothetical_size():
+    tree = JunctionTree(CYCLE, [("a", "b"), ("c", "d")])
+    assert tree.size == 26
+    # adding (b, c) makes a chain: {a,b} 6 + {b,c} 12 + {c,d} 20
+    assert tree.hypothetical_size_mb([("b", "c")]) == 38 * 8 / 2**20
+    assert tree.hypothetical_size_mb([]) == tree.size_mb
+    assert tree.hypothetical_sizes_mb([("b", "c"), ("a", "d")]) == [
+        JunctionTree(CYCLE, [("a", "b"), ("c", "d"), c]).size_mb for c in [("b", "c"), ("a", "d")]]
+    huge = Domain(tuple("pqrs"), (10**6,) * 4)
+    assert JunctionTree(huge, []).hypothetical_size_mb([tuple("pqrs")]) == 1e24 * 8 / 2**20
+
+
+def test_calibration_on_independent_attributes():
+    domain = Domain(("a", "b"), (2, 3))
+    tree = JunctionTree(domain, [])
+    pa = Factor(domain.project("a"), np.log([0.25, 0.75]))
+    cal = tree.calibrate([pa])
+    assert isinstance(cal, CalibratedTree) and cal.tree is tree
+    assert np.isclose(cal.log_partition, np.log(3.0))  # sum over b of (0.25 + 0.75)
+    np.testing.assert_allclose(cal.project(("b", "a")).values, [[0.25 / 3, 0.75 / 3]] * 3)
+    assert cal.project(()).values == pytest.approx(1.0)
+    assert [b.attributes for b in cal.beliefs] == [("a",), ("b",)]
+
+
+def test_sampling_is_reproducible_and_in_range():
+    rng = np.random.default_rng(0)
+    tree = JunctionTree(CYCLE, CYCLE_CLIQUES)
+    pots = [Factor(CYCLE.project(c), rng.standard_normal(CYCLE.project(c).shape))
+            for c in CYCLE_CLIQUES]
+    cal = tree.calibrate(pots)
+    for method in ("round", "sample"):
+        a = cal.sample(1000, method=method, seed=7)
+        assert a.shape == (1000, 4) and a.dtype == np.int64
+        assert np.array_equal(a, cal.sample(1000, method=method, seed=7))
+        assert not np.array_equal(a, cal.sample(1000, method=method, seed=8))
+        assert (a >= 0).all() and (a < np.array(CYCLE.shape)).all()
+    assert cal.sample(0).shape == (0, 4)
+    # Rounding: each root-clique cell count is within 1 of n times its probability.
+    records = cal.sample(500, method="round", seed=1)
+    root = CYCLE.axes(tree.cliques[0])
+    counts = np.zeros(CYCLE.project(tree.cliques[0]).shape)
+    np.add.at(counts, tuple(records[:, root].T), 1)
+    assert np.abs(counts - 500 * cal.beliefs[0].values).max() < 1
+
+
+def test_sampling_pins_down_a_known_answer():
+    # Frozen output for a fixed seed: the generator and the algorithms are our own, so this
+    # must not change across platforms or standard libraries.
+    domain = Domain(("a", "b"), (2, 3))
+    cal = JunctionTree(domain, [("a", "b")]).calibrate(
+        [Factor(domain, np.log([[1, 2, 3], [4, 5, 6]]))])
+    assert cal.sample(6, method="sample", seed=2024).tolist() == [
+        [1, 1], [1, 2], [0, 2], [1, 0], [0, 0], [0, 1]]
+    assert cal.sample(6, method="round", seed=2024).tolist() == [
+        [1, 1], [0, 2], [1, 1], [1, 2], [1, 0], [1, 2]]
+    assert sorted(map(tuple, cal.sample(21, method="round", seed=5).tolist())) == sorted(
+        [(0, 0)] + [(0, 1)] * 2 + [(0, 2)] * 3 + [(1, 0)] * 4 + [(1, 1)] * 5 + [(1, 2)] * 6)
+
+
+def test_bad_input_raises_typed_errors():
+    with pytest.raises(InvalidArgumentError, match="'z'"):
+        JunctionTree(CYCLE, [("a", "z")])
+    with pytest.raises(InvalidArgumentError, match="distinct"):
+        JunctionTree(CYCLE, [("a", "a")])
+    with pytest.raises(DpcoreTypeError):
+        JunctionTree({"a": 2}, [])
+    tree = JunctionTree(CYCLE, CYCLE_CLIQUES)
+    with pytest.raises(InvalidArgumentError, match="'q'"):
+        tree.hypothetical_size_mb([("q",)])
+    with pytest.raises(InvalidArgumentError, match="inside one clique"):
+        tree.calibrate([Factor.zeros(CYCLE.project(("b", "d")))])
+    with pytest.raises(InvalidArgumentError, match="size 2, got 3"):
+        tree.calibrate([Factor.zeros(Domain(("a",), (3,)))])
+    with pytest.raises(InvalidArgumentError, match="NaN|nan"):
+        tree.calibrate([Factor(CYCLE.project("a"), [0.0, np.nan])])
+    with pytest.raises(InvalidArgumentError, match="finite or -inf"):
+        tree.calibrate([Factor(CYCLE.project("a"), [0.0, np.inf])])
+    with pytest.raises(InvalidArgumentError, match="positive total mass"):
+        tree.calibrate([Factor(CYCLE.project("a"), [-np.inf, -np.inf])])
+    with pytest.raises(DpcoreTypeError):
+        tree.calibrate([np.zeros(2)])
+    cal = tree.calibrate([])
+    with pytest.raises(InvalidArgumentError, match="'z'"):
+        cal.project(("a", "z"))
+    with pytest.raises(InvalidArgumentError, match="method"):
+        cal.sample(3, method="exact")
+    with pytest.raises(InvalidArgumentError, match=">= 0"):
+        cal.sample(-1)
+    with pytest.raises(InvalidArgumentError, match="seed"):
+        cal.sample(3, seed=-5)
+    with pytest.raises(DpcoreTypeError):
+        cal.sample(2.5)
+    big = Domain(tuple("pqrs"), (2**16,) * 4)
+    with pytest.raises(TableTooLargeError):
+        JunctionTree(big, [tuple("pqrs")]).calibrate([])

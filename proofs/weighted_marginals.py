@@ -13,7 +13,9 @@ concatenated vector (w_1 M_1, ..., w_k M_k) changes by (w_1 e_{c_1}, ..., w_k e_
 squared L2 norm is sum_i w_i^2: the sensitivity is ||w||_2 (checked below for k = 3 with
 symbolic cells). Releasing y_i = M_i + N(0, (sigma/w_i)^2 I) is the post-processing
 y_i = z_i / w_i of z_i = w_i M_i + N(0, sigma^2 I), so both forms cost ||w||^2 / (2 sigma^2)
-(proofs/gaussian.py), i.e. GaussianEvent(sigma, sensitivity=||w||_2).
+(proofs/gaussian.py), i.e. GaussianEvent(sigma, sensitivity=||w||_2). In floats the norm must
+be rounded *up*: calibration.l2_sensitivity(w) returns the smallest float whose exact square
+is >= sum_i w_i^2 (checked below), also for weights normalised in floating point.
 """
 import sympy as sp
 
@@ -36,3 +38,9 @@ def check() -> None:
     # normalised weights: cost of the batch
     norm = sp.sqrt(sum(x ** 2 for x in w))
     assert_equal(sum((x / norm) ** 2 for x in w), 1, "normalised weights have unit norm")
+
+    from fractions import Fraction
+    from dpcore.accounting import l2_sensitivity
+    for weights in ([1.0] * 3, [0.1, 0.2, 0.3], [1 / 3 ** 0.5] * 3, [2.5]):
+        s = l2_sensitivity(weights)
+        assert Fraction(s) ** 2 >= sum(Fraction(x) ** 2 for x in weights)

@@ -7,7 +7,7 @@ sensitivities are L2; the exponential mechanism is Pr[r] ~ exp(eps q(D, r) / (2 
 Each privacy claim is proved in ``proofs/`` (``python -m proofs``).
 """
 from .accountants import DEFAULT_ORDERS, RDPAccountant, ZCDPAccountant, rdp_curve
-from .calibration import exponential_epsilon, gaussian_sigma, nist_mst_sigma
+from .calibration import exponential_epsilon, gaussian_sigma, l2_sensitivity, nist_mst_sigma
 from .conversions import (approx_dp_to_zcdp, approx_dp_to_zcdp_classic, rdp_to_approx_dp,
                           zcdp_delta, zcdp_to_approx_dp, zcdp_to_approx_dp_classic)
 from .errors import BudgetExceededError, LedgerError
@@ -32,6 +32,6 @@ __all__ = [
     "GaussianEvent", "Ledger", "LedgerEntry", "LedgerError", "MAX_RHO", "PrivacyFilter",
     "PureDPEvent", "RDPAccountant", "SelfComposedEvent", "VerificationReport", "ZCDPAccountant",
     "ZCDPEvent", "approx_dp_to_zcdp", "approx_dp_to_zcdp_classic", "exponential_epsilon",
-    "gaussian_sigma", "nist_mst_sigma", "rdp_curve", "rdp_to_approx_dp", "verify_ledger",
+    "gaussian_sigma", "l2_sensitivity", "nist_mst_sigma", "rdp_curve", "rdp_to_approx_dp", "verify_ledger",
     "zcdp_delta", "zcdp_to_approx_dp", "zcdp_to_approx_dp_classic",
 ]

@@ -32,6 +32,9 @@ def gaussian_sigma(rho, sensitivity=1) -> float:
     sensitivity = num.positive("sensitivity", sensitivity)
     with mpmath.workdps(MP_DPS):
         sigma = round_up(mpf(sensitivity) / mpmath.sqrt(2 * mpf(rho)))
+    if not 0 < sigma < math.inf:
+        raise InvalidArgumentError(f"sigma for rho={rho!r}, sensitivity={sensitivity!r} is not a "
+                                   "finite positive float")
     target, delta_sq = Fraction(rho), Fraction(sensitivity) ** 2
     while delta_sq / (2 * Fraction(sigma) ** 2) > target:
         sigma = math.nextafter(sigma, math.inf)
@@ -84,3 +87,52 @@ def nist_mst_sigma(epsilon, delta) -> float:
     with mpmath.workdps(MP_DPS):
         L = -mpmath.log(mpf(delta))
         return round_up((mpmath.sqrt(L) + mpmath.sqrt(L + mpf(epsilon))) / mpf(epsilon))
+
+
+def l2_sensitivity(weights) -> float:
+    """Smallest float >= the exact L2 norm of ``weights`` (the sensitivity of a weighted batch of
+    marginals, proofs/weighted_marginals.py).
+
+    Use it as ``GaussianEvent(sigma, l2_sensitivity(w))``: ``math.sqrt(sum(w**2))`` or
+    ``np.linalg.norm(w)`` round to nearest and may land one ulp *below* the true norm, which
+    would undercharge. Weights normalised in floats (``w / norm(w)``) likewise need not have
+    norm exactly 1, so pass the normalised weights through this too.
+
+    >>> l2_sensitivity([3.0, 4.0])
+    5.0
+    """
+    try:
+        values = [num.finite("weight", w) for w in weights]
+    except TypeError:
+        values = [num.finite("weights", weights)]
+    if not values:
+        raise InvalidArgumentError("weights must be non-empty, got []")
+    total = sum((Fraction(w) ** 2 for w in values), Fraction(0))
+    if total == 0:
+        raise InvalidArgumentError("weights must not all be 0 (zero sensitivity)")
+    try:
+        norm = float(_sqrt_near(total))  # within an ulp or two; fixed up exactly below
+    except OverflowError:
+        norm = math.inf
+    if norm == math.inf or math.nextafter(norm, math.inf) == math.inf:
+        raise InvalidArgumentError("weights are too large: their L2 norm overflows a float")
+    while Fraction(norm) ** 2 < total:
+        norm = math.nextafter(norm, math.inf)
+    while norm > 0:
+        smaller = math.nextafter(norm, 0.0)
+        if Fraction(smaller) ** 2 >= total:
+            norm = smaller
+        else:
+            break
+    return norm
+
+
+def _sqrt_near(x: Fraction) -> Fraction:
+    """A rational within 2**-80 relative of sqrt(x) > 0, by integer square roots (no float
+    underflow or overflow, whatever the magnitude of x)."""
+    p, q = x.numerator, x.denominator
+    # scale so that the integer square root has at least 80 significant bits
+    shift = max(0, 160 - (p.bit_length() - q.bit_length()))
+    shift += shift % 2
+    root = math.isqrt((p << shift) // q)
+    return Fraction(root, 1 << (shift // 2))

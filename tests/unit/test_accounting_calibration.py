@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 
 from dpcore.accounting import (ExponentialEvent, GaussianEvent, ZCDPAccountant,
-                               exponential_epsilon, gaussian_sigma, nist_mst_sigma,
+                               exponential_epsilon, gaussian_sigma, l2_sensitivity, nist_mst_sigma,
                                zcdp_to_approx_dp_classic)
 from dpcore.errors import InvalidArgumentError
 
@@ -52,6 +52,7 @@ def test_nist_mst_sigma_meets_epsilon_by_the_classic_bound(epsilon, delta):
     (lambda: gaussian_sigma(-1), "rho must be > 0"),
     (lambda: gaussian_sigma(float("inf")), "finite"),
     (lambda: gaussian_sigma(1, 0), "sensitivity must be > 0"),
+    (lambda: gaussian_sigma(1e-300, 1e300), "not a finite positive float"),
     (lambda: exponential_epsilon(float("nan")), "NaN"),
     (lambda: exponential_epsilon(Fraction(1, 10 ** 700)), "too small"),
     (lambda: nist_mst_sigma(0, 1e-6), "epsilon must be > 0"),
@@ -60,3 +61,26 @@ def test_nist_mst_sigma_meets_epsilon_by_the_classic_bound(epsilon, delta):
 def test_bad_input(call, match):
     with pytest.raises(InvalidArgumentError, match=match):
         call()
+
+
+@pytest.mark.parametrize("weights", [[1.0, 1.0, 1.0], [3.0, 4.0], [0.1] * 7, [1e-200, 1e-200],
+                                     [2.0 ** 0.5, 1 / 3, 7.25], [1]])
+def test_l2_sensitivity_is_the_smallest_float_not_below_the_exact_norm(weights):
+    exact_sq = sum(Fraction(w) ** 2 for w in weights)
+    s = l2_sensitivity(weights)
+    assert Fraction(s) ** 2 >= exact_sq
+    assert Fraction(math.nextafter(s, 0)) ** 2 < exact_sq
+
+
+def test_l2_sensitivity_of_float_normalised_weights_may_exceed_one():
+    import numpy as np
+    w = np.ones(3) / np.linalg.norm(np.ones(3))
+    assert l2_sensitivity(w) >= 1.0
+    assert Fraction(l2_sensitivity(w)) ** 2 >= sum(Fraction(float(x)) ** 2 for x in w)
+
+
+@pytest.mark.parametrize("weights, match", [([], "non-empty"), ([0.0, 0.0], "zero sensitivity"),
+                                            ([1.0, float("nan")], "NaN"), ([1.7e308, 1.7e308], "overflow")])
+def test_l2_sensitivity_bad_input(weights, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        l2_sensitivity(weights)

@@ -19,7 +19,7 @@ from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from . import _numbers as num
 from .accountants import ZCDPAccountant
 from .conversions import approx_dp_to_zcdp, zcdp_to_approx_dp
-from .errors import BudgetExceededError
+from .errors import BudgetExceededError, LedgerError
 from .events import EVENT_TYPES, Event
 from .ledger import Ledger, normalize_what
 
@@ -80,8 +80,13 @@ class PrivacyFilter:
     def resume(cls, ledger_path) -> "PrivacyFilter":
         """Continue charging against a saved ledger (loaded and validated), saving to the same path."""
         ledger = Ledger.load(ledger_path)
+        accountant = ZCDPAccountant()
+        for entry in ledger.entries:  # never continue from understated costs
+            if accountant.rho(entry.event) != entry.rho:
+                raise LedgerError(f"ledger {os.fspath(ledger_path)!r} entry {entry.seq}: recorded rho "
+                                  f"{entry.rho} != {accountant.rho(entry.event)} computed from its event")
         self = cls.__new__(cls)
-        self._accountant = ZCDPAccountant()
+        self._accountant = accountant
         self._lock = threading.Lock()
         self._ledger = ledger
         self._path = os.fspath(ledger_path)

@@ -156,3 +156,12 @@ def test_ledger_json_is_exact_and_readable(tmp_path):
     entry = data["entries"][0]
     assert entry["event"] == {"type": "GaussianEvent", "sigma": (0.1).hex(), "sensitivity": "1"}
     assert Fraction(entry["rho"]) == 1 / (2 * Fraction(0.1) ** 2)
+
+
+def test_resume_refuses_a_ledger_with_understated_costs(tmp_path):
+    from dpcore.accounting import LedgerError
+    path = tmp_path / "l.json"
+    forged = Ledger(1).appended(GaussianEvent(0.5), Fraction(1, 100), {"op": "measure"})
+    forged.save(path)  # hash chain is consistent, but the recorded cost is a lie (true cost 2)
+    with pytest.raises(LedgerError, match="recorded rho"):
+        PrivacyFilter.resume(path)

@@ -23,9 +23,11 @@ def check_number(name: str, value: object) -> Number:
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             return int(value)
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            return float(value)
+            return check_number(name, float(value))
         raise DpcoreTypeError(
             f"{name} must be an int, float or Fraction, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and type(value) is not float:
+        value = float(value)  # numpy.float64 subclasses float; store the plain value
     if isinstance(value, float) and math.isnan(value):
         raise InvalidArgumentError(f"{name} must not be NaN, got {value!r}")
     return value

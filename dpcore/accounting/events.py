@@ -20,6 +20,11 @@ from . import _numbers as num
 from ._numbers import Number
 
 
+def _set(event, field, value):
+    """Store the validated, normalised value (e.g. numpy scalars become int/float)."""
+    object.__setattr__(event, field, value)
+
+
 @dataclass(frozen=True)
 class GaussianEvent:
     """Add N(0, sigma^2) noise to each coordinate of a query with L2 sensitivity ``sensitivity``.
@@ -35,8 +40,8 @@ class GaussianEvent:
     sensitivity: Number = 1
 
     def __post_init__(self):
-        num.nonnegative("sigma", self.sigma)
-        num.positive("sensitivity", self.sensitivity)
+        _set(self, "sigma", num.nonnegative("sigma", self.sigma))
+        _set(self, "sensitivity", num.positive("sensitivity", self.sensitivity))
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,8 @@ class ExponentialEvent:
     sensitivity: Number = 1
 
     def __post_init__(self):
-        num.positive("epsilon", self.epsilon)
-        num.positive("sensitivity", self.sensitivity)
+        _set(self, "epsilon", num.positive("epsilon", self.epsilon))
+        _set(self, "sensitivity", num.positive("sensitivity", self.sensitivity))
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class PureDPEvent:
     epsilon: Number
 
     def __post_init__(self):
-        num.positive("epsilon", self.epsilon)
+        _set(self, "epsilon", num.positive("epsilon", self.epsilon))
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class ZCDPEvent:
     rho: Number
 
     def __post_init__(self):
-        num.nonnegative("rho", self.rho)
+        _set(self, "rho", num.nonnegative("rho", self.rho))
 
 
 @dataclass(frozen=True)

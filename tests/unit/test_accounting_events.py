@@ -52,6 +52,11 @@ def test_events_are_frozen_and_hashable():
 def test_numpy_scalars_are_accepted_as_their_python_values():
     acc = ZCDPAccountant()
     assert acc.rho(GaussianEvent(np.float64(2.0), np.int64(1))) == Fraction(1, 8)
+    assert acc.rho(GaussianEvent(np.float32(0.5))) == 2
+    with pytest.raises(InvalidArgumentError, match="NaN"):
+        GaussianEvent(np.float32("nan"))
+    with pytest.raises(InvalidArgumentError, match="finite"):
+        ExponentialEvent(np.float16("inf"), 1)
 
 
 @pytest.mark.parametrize("event", [

@@ -40,9 +40,9 @@ class VerificationReport:
 
     def summary(self) -> str:
         lines = [f"ledger verification: {'PASS' if self.ok else 'FAIL'}",
-                 f"  entries:   {self.entries}",
-                 f"  rho spent: {self.rho_spent} (~{_approx(self.rho_spent)})",
-                 f"  rho budget:{' '}{self.rho_budget} (~{_approx(self.rho_budget)})"]
+                 f"  entries:    {self.entries}",
+                 f"  rho spent:  {self.rho_spent} (~{_approx(self.rho_spent)})",
+                 f"  rho budget: {self.rho_budget} (~{_approx(self.rho_budget)})"]
         if self.delta is not None:
             lines.append(f"  (epsilon, delta) spent: ({self.epsilon!r}, {self.delta!r})")
         lines += [f"  - {r}" for r in self.reasons]

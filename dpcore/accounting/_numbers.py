@@ -22,6 +22,9 @@ def check_number(name: str, value: object) -> Number:
         # numpy scalars are accepted by converting them to the Python type they represent.
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             return int(value)
+        if isinstance(value, numbers.Rational):
+            # e.g. sympy.Rational: keep it exact (rounding 1/3 to a float could round *up*)
+            return Fraction(int(value.numerator), int(value.denominator))
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             return check_number(name, float(value))
         raise DpcoreTypeError(

@@ -53,6 +53,8 @@ def test_numpy_scalars_are_accepted_as_their_python_values():
     acc = ZCDPAccountant()
     assert acc.rho(GaussianEvent(np.float64(2.0), np.int64(1))) == Fraction(1, 8)
     assert acc.rho(GaussianEvent(np.float32(0.5))) == 2
+    import sympy
+    assert acc.rho(ZCDPEvent(sympy.Rational(1, 3))) == Fraction(1, 3)  # exact, not a float
     with pytest.raises(InvalidArgumentError, match="NaN"):
         GaussianEvent(np.float32("nan"))
     with pytest.raises(InvalidArgumentError, match="finite"):

@@ -204,8 +204,13 @@ def one_run(cfg: dict, args) -> dict:
                mechanism_s=_round(timings.get("mechanism"), 3),
                ledger_ok=result.get("ledger_ok", ""), version=result.get("version", ""),
                timings=json.dumps({k: round(v, 3) for k, v in timings.items()}, sort_keys=True),
-               note=result.get("note", ""))
+               note="; ".join(x for x in (result.get("note", ""), _route(result)) if x))
     return row
+
+
+def _route(result: dict) -> str:
+    route = result.get("marginals_route")
+    return f"selection marginals via {route}" if route else ""
 
 
 def _round(x, nd):
@@ -213,14 +218,44 @@ def _round(x, nd):
 
 
 def load_rows(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """Rows of results.csv, plus any row in the append-only journal (runs.jsonl beside it)
+    that the CSV lacks, so a row lost by a concurrent writer is recovered."""
+    rows: dict[tuple, dict] = {}
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                rows[key_of(r)] = r
+    journal = os.path.join(os.path.dirname(path), "runs.jsonl")
+    if os.path.exists(journal):
+        with open(journal) as f:
+            for line in f:
+                if line.strip():
+                    r = {k: ("" if v is None else str(v)) for k, v in json.loads(line).items()}
+                    k = key_of(r)
+                    if k not in rows or rows[k].get("started_utc", "") < r.get("started_utc", ""):
+                        rows[k] = r
+    return list(rows.values())
+
+
+def record_row(path: str, row: dict) -> None:
+    """Append the row to the journal, then merge it into results.csv under a file lock (several
+    runners may share one results directory)."""
+    import fcntl
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(os.path.join(os.path.dirname(path), "runs.jsonl"), "a") as journal:
+        fcntl.flock(journal, fcntl.LOCK_EX)  # the journal doubles as the lock
+        journal.write(json.dumps({c: row.get(c, "") for c in COLUMNS}) + "\n")
+        journal.flush()
+        rows = [r for r in load_rows(path) if key_of(r) != key_of(row)] + [row]
+        save_rows(path, rows)
 
 
 def save_rows(path: str, rows: list[dict]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    order = {m: i for i, m in enumerate(common.DATASETS)}
+    rows = sorted(rows, key=lambda r: (order.get(r["dataset"], 99), r["workload"], r["mechanism"],
+                                       float(r["epsilon"]), int(r["seed"]), r["impl"]))
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
@@ -279,8 +314,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rows = load_rows(args.results)
-    done = {key_of(r) for r in rows}
+    done = {key_of(r) for r in load_rows(args.results)}
     failures = 0
     for dataset in args.datasets:
         n_attrs = len(common.dataset_files(dataset).domain_dict())
@@ -305,8 +339,7 @@ def main(argv=None) -> int:
                                   f"error {row.get('error', '')} {row.get('note', '')[:300]}", flush=True)
                             if impl == "dpcore" and row["status"] != "ok":
                                 failures += 1
-                            rows = [r for r in rows if key_of(r) != key_of(cfg)] + [row]
-                            save_rows(args.results, rows)
+                            record_row(args.results, row)
     if args.quick and failures:
         print(f"quick benchmark: {failures} dpcore run(s) failed")
         return 1

@@ -14,7 +14,7 @@ import numpy as np
 
 import mbi
 from refcommon import Stopwatch, datavector, estimator, exponential_mechanism, measure
-from refcommon import model_size_mb
+from refcommon import model_marginals, model_size_mb
 
 
 def downward_closure(workload: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
@@ -67,10 +67,11 @@ def run(data: mbi.Dataset, workload, rho: float, rng: np.random.Generator, *,
             small = [cl for cl in candidates
                      if cl in free or model_size_mb(domain, current + [cl]) <= size_limit]
         with watch.phase("select"):
+            estimates = model_marginals(model, small)
             scores = np.empty(len(small))
             for i, cl in enumerate(small):
                 bias = np.sqrt(2 / np.pi) * sigma * domain.size(cl)
-                err = np.abs(answers[cl] - datavector(model, cl)).sum()
+                err = np.abs(answers[cl] - estimates[cl]).sum()
                 scores[i] = candidates[cl] * (err - bias)
             sensitivity = max(candidates[cl] for cl in small)
             cl = small[exponential_mechanism(rng, scores, epsilon, sensitivity)]

@@ -14,7 +14,7 @@ import numpy as np
 
 import mbi
 from refcommon import Stopwatch, datavector, estimator, exponential_mechanism, measure
-from refcommon import model_size_mb
+from refcommon import model_marginals, model_size_mb
 
 
 def compress_domain(data: mbi.Dataset, oneway: list[mbi.LinearMeasurement]):
@@ -55,9 +55,9 @@ def select(data: mbi.Dataset, rho: float, log, rng, watch: Stopwatch):
         est = estimator().estimate(data.domain, log, iters=1000)
     with watch.phase("select"):
         attrs = data.domain.attributes
-        weights = {}
-        for a, b in itertools.combinations(attrs, 2):
-            weights[a, b] = np.abs(datavector(data, (a, b)) - datavector(est, (a, b))).sum()
+        pairs = list(itertools.combinations(attrs, 2))
+        estimates = model_marginals(est, pairs)
+        weights = {e: np.abs(datavector(data, e) - estimates[e]).sum() for e in pairs}
         forest = _Components(attrs)
         epsilon = np.sqrt(8 * rho / (len(attrs) - 1))
         edges = []

@@ -13,7 +13,7 @@ import numpy as np
 
 import mbi
 from refcommon import Stopwatch, datavector, estimator, exponential_mechanism, measure
-from refcommon import model_size_mb
+from refcommon import model_marginals, model_size_mb
 
 
 def run(data: mbi.Dataset, workload, rho: float, rng: np.random.Generator, *,
@@ -37,8 +37,9 @@ def run(data: mbi.Dataset, workload, rho: float, rng: np.random.Generator, *,
             cands = [cl for cl in workload
                      if model_size_mb(domain, selected + [cl]) <= max_model_size * t / rounds]
         with watch.phase("select"):
-            scores = np.array([np.abs(answers[cl] - datavector(model, cl)).sum()
-                               - domain.size(cl) for cl in cands])
+            estimates = model_marginals(model, cands)
+            scores = np.array([np.abs(answers[cl] - estimates[cl]).sum() - domain.size(cl)
+                               for cl in cands])
             cl = cands[exponential_mechanism(rng, scores, epsilon, 1.0)]
         selected.append(cl)
         measurements.append(measure(data, cl, sigma, rng))

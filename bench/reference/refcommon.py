@@ -22,7 +22,7 @@ import pandas as pd
 from scipy.special import softmax
 
 import mbi
-from mbi import junction_tree
+from mbi import junction_tree, marginal_oracles
 
 
 def load_dataset(csv_path: str, domain_path: str) -> mbi.Dataset:
@@ -41,6 +41,28 @@ def load_workload(path: str) -> list[tuple[str, ...]]:
 
 def datavector(projectable, clique: Sequence[str]) -> np.ndarray:
     return np.asarray(projectable.project(tuple(clique)).datavector(), dtype=np.float64)
+
+
+# "bulk" (default) or "project"; set by run_mbi.py --marginals.
+MARGINALS_ROUTE = "bulk"
+
+
+def model_marginals(model, cliques: Sequence[Sequence[str]]) -> dict[tuple[str, ...], np.ndarray]:
+    """The model's marginals on many cliques, by mbi's fastest public route: read off the
+    calibrated marginals where a clique lies inside a model clique, and answer the rest with
+    one bulk_variable_elimination call (mbi compiles those queries in parallel)."""
+    cliques = [tuple(cl) for cl in cliques]
+    if MARGINALS_ROUTE == "project":
+        # What Private-PGM's mechanism scripts do: one model.project call per clique.
+        return {cl: datavector(model, cl) for cl in cliques}
+    out = {cl: datavector(model, cl) for cl in cliques if model.supports(cl)}
+    rest = [cl for cl in cliques if cl not in out]
+    if rest:
+        answers = marginal_oracles.bulk_variable_elimination(
+            model.potentials, rest, float(model.total))
+        for cl in rest:
+            out[cl] = np.asarray(answers[cl].datavector(), dtype=np.float64)
+    return out
 
 
 def model_size_mb(domain: mbi.Domain, cliques: Iterable[Sequence[str]]) -> float:

@@ -30,6 +30,9 @@ def main() -> int:
     parser.add_argument("--seed", required=True, type=int)
     parser.add_argument("--out", required=True)
     parser.add_argument("--rounds", type=int, default=None, help="MWEM rounds")
+    parser.add_argument("--marginals", choices=["bulk", "project"], default="bulk",
+                        help="how model marginals are computed for selection: one "
+                             "bulk_variable_elimination call, or model.project per clique")
     parser.add_argument("--x64", action="store_true", help="run JAX in float64")
     args = parser.parse_args()
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 pid` shows where a slow run is
@@ -53,6 +56,7 @@ def main() -> int:
     import ref_mwem
     import refcommon
 
+    refcommon.MARGINALS_ROUTE = args.marginals
     t_import = time.perf_counter() - T_START
     np.random.seed(args.seed)  # mbi's synthetic_data and decompress draw from np.random.
     rng = np.random.default_rng(args.seed)
@@ -77,6 +81,7 @@ def main() -> int:
         "implementation": "mbi",
         "version": importlib.metadata.version("mbi"),
         "jax_x64": bool(args.x64),
+        "marginals_route": args.marginals,
         "mechanism": args.mechanism,
         "seed": args.seed,
         "rho": args.rho,

@@ -15,12 +15,19 @@ from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
 Number = int | float | Fraction
 
+try:  # numpy.bool_ is not a bool subclass but must be refused too
+    from numpy import bool_ as np_bool
+except ImportError:  # pragma: no cover - numpy is a dependency
+    np_bool = bool
+
 
 def check_number(name: str, value: object) -> Number:
     """Return ``value`` unchanged if it is a real number of an accepted type, else raise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+    if isinstance(value, (bool, np_bool)):
+        raise DpcoreTypeError(f"{name} must be an int, float or Fraction, got bool {value!r}")
+    if not isinstance(value, (int, float, Fraction)):
         # numpy scalars are accepted by converting them to the Python type they represent.
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if isinstance(value, numbers.Integral):
             return int(value)
         if isinstance(value, numbers.Rational):
             # e.g. sympy.Rational: keep it exact (rounding 1/3 to a float could round *up*)

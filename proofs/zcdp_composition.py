@@ -18,6 +18,10 @@ parameters eps_t(alpha) are chosen adaptively and sum_t eps_t(alpha) <= B holds 
 the adaptive composition is (alpha, B)-RDP. The filter guarantees sum_t rho_t <= rho at every
 stop, so sum_t alpha rho_t = alpha sum_t rho_t <= alpha rho =: B (linearity checked below).
 As alpha was arbitrary, the transcript is rho-zCDP. (a) is the special case with fixed rho_t.
+A refused request runs nothing, and whether it is refused is a function of the requested rho_t
+and the running sum only (public, data-independent quantities), so refusing is equivalent to the
+analyst not having asked: a later, smaller request that fits is still covered (the filter is not
+"exhausted" by a refusal, unlike OpenDP's make_privacy_filter, and like Tumult's accountant).
 The filter's arithmetic is exact (fractions.Fraction), so "sum <= budget" has no rounding; the
 check below exercises the implementation at the boundary.
 """

@@ -206,11 +206,14 @@ def _print_summary(args: argparse.Namespace, synth: Any, rows: int, elapsed: flo
     ledger = synth.ledger
     spent = Fraction(ledger.spent)
     eps = float(zcdp_to_approx_dp(spent, synth.delta)) if spent > 0 else 0.0
-    rounds = len(synth.result.rounds)
-    print(f"dpcore: {args.mechanism.upper()} finished in {elapsed:.1f} s: {rounds} rounds, "
-          f"spent rho = {float(spent):.6g} of {float(ledger.budget):.6g} "
-          f"= ({eps:.4g}, {synth.delta:g})-DP; wrote {rows} rows to {args.out}, "
-          f"ledger {args.ledger}", file=sys.stderr)
+    records = synth.result.rounds
+    measured = sum("measure" in r.kind for r in records)
+    selected = sum("select" in r.kind for r in records)
+    print(f"dpcore: {args.mechanism.upper()} finished in {elapsed:.1f} s: {len(records)} steps "
+          f"({measured} noisy measurements, {selected} private selections); spent "
+          f"rho = {float(spent):.6g} of {float(ledger.budget):.6g} = ({eps:.4g}, "
+          f"{synth.delta:g})-DP; wrote {rows} rows to {args.out}, ledger to {args.ledger}",
+          file=sys.stderr)
 
 
 # ------------------------------------------------------------------------ verify

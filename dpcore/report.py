@@ -118,9 +118,13 @@ def bounds_plot(pairs: list[tuple[tuple[str, ...], float, float]], level: float,
     true = np.array([t for _, t, _ in pairs])
     bound = np.array([b for _, _, b in pairs])
     colors = ["tab:blue" if t <= b else "tab:red" for t, b in zip(true, bound)]
-    ax.scatter(bound, true, s=8, c=colors)
-    top = max(float(bound.max()), float(true.max())) * 1.05
-    ax.plot([0, top], [0, top], color="gray", linewidth=0.8)
+    top = max(float(bound.max()), float(true.max()), 1.0) * 1.5
+    low = max(min(float(bound.min()), float(true[true > 0].min(initial=top))) / 1.5, 1e-3)
+    ax.scatter(np.maximum(bound, low), np.maximum(true, low), s=8, c=colors)
+    ax.plot([low, top], [low, top], color="gray", linewidth=0.8)
+    # Errors and bounds span orders of magnitude (1-way vs 3-way marginals).
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel(f"AIM confidence bound ({level:.0%}), L1 in counts")
     ax.set_ylabel("true error, L1 in counts")
     ax.set_title("bounds hold below the diagonal", fontsize=9)

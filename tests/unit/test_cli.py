@@ -181,3 +181,24 @@ def test_evaluate_bad_synthetic_names_the_file(work, capsys):
     code, err = run(["evaluate", "--real", str(work / "data.csv"), "--synth", str(bad),
                      "--schema", str(work / "schema.json")], capsys)
     assert code == 2 and "bad.csv" in err and "'maybe'" in err
+
+
+def test_report_with_bounds_including_zero_error(tmp_path):
+    import numpy as np
+
+    from dpcore.evaluation import evaluate
+    from dpcore.report import bound_pairs, write_report
+    from dpcore.schema import Schema
+    schema = Schema.from_dict({"a": 2, "b": 3})
+    real = np.array([[0, 0], [1, 2], [1, 1], [0, 2]])
+    synth = np.array([[0, 0], [1, 2], [1, 1], [0, 1]])
+    bounds = [{"attrs": ["a"], "bound": 0.5, "level": 0.95, "supported": True},
+              {"attrs": ["a", "b"], "bound": 1.0, "level": 0.95, "supported": False},
+              {"attrs": ["b"], "bound": None, "level": 0.95, "supported": False}]
+    pairs = bound_pairs(real, synth, schema, bounds)
+    assert pairs == [(("a",), 0.0, 0.5), (("a", "b"), 2.0, 1.0)]
+    index = write_report(tmp_path / "r", real, synth, schema,
+                         evaluate(real, synth, schema.domain_dict(), "all-2way"),
+                         {"format": "dpcore-result", "confidence_bounds": bounds})
+    assert "1 of 2 finite bounds hold" in index.read_text()
+    assert (tmp_path / "r" / "confidence_bounds.png").stat().st_size > 0

@@ -22,13 +22,40 @@ FAST = {"max_iters": 30}
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+class TrackedDataset(Dataset):
+    """A dataset that fails any access to its records or counts outside a charged read."""
+
+    def _guard(self):
+        state = getattr(self, "state", None)
+        assert state is None or state["inside"], "records touched outside a charged curator read"
+
+    def marginals(self, attr_sets):
+        self._guard()
+        return super().marginals(attr_sets)
+
+    def project(self, attrs):
+        self._guard()
+        return super().project(attrs)
+
+    @property
+    def records(self):
+        self._guard()
+        return super().records
+
+    def __len__(self):
+        self._guard()
+        return super().__len__()
+
+
 class AuditedCurator(Curator):
     """Counts sensitive reads; fails if one was not preceded by a fresh charge. Compressed
-    views share the audit state, since they share the filter."""
+    views share the audit state, since they share the filter. The dataset itself checks that
+    every access happens inside one of these reads."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.state = {"reads": 0, "last": Fraction(-1)}
+    def __init__(self, dataset, *args, **kwargs):
+        super().__init__(dataset, *args, **kwargs)
+        self.state = {"reads": 0, "last": Fraction(-1), "inside": False}
+        dataset.state = self.state
 
     @property
     def audit(self):
@@ -39,7 +66,11 @@ class AuditedCurator(Curator):
         assert spent > self.state["last"], "sensitive read without a new charge"
         self.state["last"] = spent
         self.state["reads"] += 1
-        return super()._read(cliques)
+        self.state["inside"] = True
+        try:
+            return super()._read(cliques)
+        finally:
+            self.state["inside"] = False
 
     def compress(self, mapping):
         view = super().compress(mapping)
@@ -60,7 +91,7 @@ def problems(draw, max_attrs=4):
     epsilon = draw(st.floats(1e-3, 100))
     delta = draw(st.floats(1e-12, 1e-3))
     seed = draw(st.integers(0, 2 ** 32))
-    return Dataset(records, Domain(attrs, shape)), workload, epsilon, delta, seed
+    return TrackedDataset(records, Domain(attrs, shape)), workload, epsilon, delta, seed
 
 
 def check(curator, result, budget):
@@ -103,6 +134,13 @@ def test_mst_spends_exactly_its_budget(problem):
 @given(problems(), st.booleans())
 def test_mst_with_compression_spends_exactly_its_budget(problem, compress):
     run(lambda c, **k: mst(c, compress=compress, estimate_options=FAST, **k), problem)
+
+
+@SETTINGS
+@given(problems())
+def test_nist_mst_mode_spends_exactly_its_budget(problem):
+    public = Dataset(np.zeros((3, len(problem[0].domain)), dtype=np.int64), problem[0].domain)
+    run(lambda c, **k: mst(c, public=public, estimate_options=FAST, **k), problem)
 
 
 @SETTINGS

@@ -17,8 +17,10 @@ from .result import MechanismResult, RoundRecord, Timer
 
 
 def independent(curator, *, synthetic_rows: int | None = None, sample_method: str = "round", seed=None,
-                callback=None) -> MechanismResult:
-    """Measure all 1-way marginals, fit the independent model, sample synthetic records."""
+                callback=None, discrete: bool = False) -> MechanismResult:
+    """Measure all 1-way marginals, fit the independent model, sample synthetic records.
+
+    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost)."""
     timer = Timer()
     domain = curator.domain
     if Fraction(curator.privacy_filter.remaining) <= 0:
@@ -29,7 +31,7 @@ def independent(curator, *, synthetic_rows: int | None = None, sample_method: st
         start = time.perf_counter()
         before = curator.privacy_filter.spent
         sigma = gaussian_sigma(Fraction(curator.privacy_filter.remaining) / (len(attrs) - i))
-        y = curator.measure((attr,), sigma)
+        y = curator.measure((attr,), sigma, discrete=discrete)
         measurements.append(Measurement((attr,), y, sigma))
         timer.add("measure", time.perf_counter() - start)
         record = RoundRecord(i, "measure", (attr,), sigma, None, None, 0,

@@ -43,13 +43,15 @@ _TRIPLE_THRESHOLD = 0.1       # Alg. 5 step 4 (on normalised marginals)
 
 def mst(curator, *, public=None, required_pairs=(), compress: bool = False, calibration: str = "zcdp",
         epsilon=None, delta=None, weights=None, synthetic_rows: int | None = None,
-        sample_method: str = "round", seed=None, callback=None, estimate_options=None) -> MechanismResult:
+        sample_method: str = "round", seed=None, callback=None, estimate_options=None,
+        discrete: bool = False) -> MechanismResult:
     """Run MST (``public=None``) or NIST-MST (``public`` = a public Dataset on the same domain).
 
     ``required_pairs``: attribute pairs always measured (Alg. 6's C). ``compress``: NIST-MST's
     3σ domain compression. ``calibration``: "zcdp" (split the filter's remaining ρ) or "nist"
     (Eq. 5.1 from ``epsilon``/``delta``, defaulting to the filter's; NIST-MST mode only).
     ``weights``: {clique: weight} for NIST-MST's weighted measurement (Alg. 1, Alg. 5 step 6).
+    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost).
     """
     timer = Timer()
     domain = curator.domain
@@ -93,7 +95,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = False, cali
 
     oneway = [(a,) for a in domain.attrs]
     start = time.perf_counter()
-    ones = _measure_batch(curator, oneway, shares[0], {}, log)
+    ones = _measure_batch(curator, oneway, shares[0], {}, log, discrete)
     timer.add("measure", time.perf_counter() - start)
 
     view, mapping = curator, None
@@ -113,7 +115,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = False, cali
     start = time.perf_counter()
     target = rho if calibration == "zcdp" else shares[0] + shares[2]
     budget = target - Fraction(rho - curator.privacy_filter.remaining)
-    pairs = _measure_batch(view, cliques, budget, weights, log) if cliques else []
+    pairs = _measure_batch(view, cliques, budget, weights, log, discrete) if cliques else []
     timer.add("measure", time.perf_counter() - start)
     retired = curator.retire("MST calibration residue") if calibration == "zcdp" else Fraction(0)
 
@@ -151,7 +153,7 @@ def _eps_delta(curator, epsilon, delta):
     return epsilon, delta
 
 
-def _measure_batch(curator, cliques, budget: Fraction, weights, log):
+def _measure_batch(curator, cliques, budget: Fraction, weights, log, discrete):
     """Alg. 1: measure ``cliques`` spending ``budget`` in total, marginal i getting a share ∝ w_i²
     (the normalised weights of Alg. 1 make the batch's L2 sensitivity 1). Each measurement is
     calibrated to its exact share of what the batch has left, so the shares sum to ``budget``."""
@@ -164,7 +166,7 @@ def _measure_batch(curator, cliques, budget: Fraction, weights, log):
         share = left * Fraction(w2[i]) / Fraction(sum(w2[i:]))
         sigma = gaussian_sigma(share)
         before = curator.privacy_filter.spent
-        y = curator.measure(clique, sigma)
+        y = curator.measure(clique, sigma, discrete=discrete)
         out.append(Measurement(clique, y, sigma))
         log("measure", clique, sigma, None, 0, curator.privacy_filter.spent - before, start)
     return out

@@ -32,11 +32,12 @@ from .workload import make_workload
 
 def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = None, total=None,
          synthetic_rows: int | None = None, sample_method: str = "round", seed=None, callback=None,
-         estimate_options=None) -> MechanismResult:
+         estimate_options=None, discrete: bool = False) -> MechanismResult:
     """Run MWEM+PGM for ``rounds`` rounds, spending the curator filter's whole remaining budget.
 
     ``max_model_size`` (MB, optional) drops candidates whose addition would make the junction
     tree larger than that. ``total``: a public record count for the uniform p̂_0, if known.
+    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost).
     """
     timer = Timer()
     domain = curator.domain
@@ -77,7 +78,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
         t_measure = time.perf_counter()
         # The measurement gets exactly what the selection left of this round's share.
         sigma = gaussian_sigma(share - Fraction(curator.privacy_filter.spent - before))
-        y = curator.measure(chosen, sigma)
+        y = curator.measure(chosen, sigma, discrete=discrete)
         measurements.append(Measurement(chosen, y, sigma))
         timer.add("measure", time.perf_counter() - t_measure)
         t_est = time.perf_counter()

@@ -178,3 +178,15 @@ def test_independent_measures_each_attribute_once():
     assert [rec.clique for rec in r.rounds] == [("a",), ("b",), ("c",), ("d",)]
     assert r.ledger.spent == c.privacy_filter.budget
     assert len(r.synthetic) > 0
+
+
+def test_discrete_gaussian_option_spends_the_same_budget():
+    for run in (lambda c: independent(c, discrete=True, seed=0),
+                lambda c: mst(c, discrete=True, seed=0, estimate_options=FAST),
+                lambda c: mwem(c, "all-2way", rounds=2, discrete=True, estimate_options=FAST),
+                lambda c: aim(c, "all-2way", discrete=True, estimate_options=FAST)):
+        c = curator(epsilon=0.5)
+        r = run(c)
+        assert r.ledger.spent == c.privacy_filter.budget
+        noises = [e.what.get("noise") for e in r.ledger.entries if isinstance(e.event, GaussianEvent)]
+        assert noises and set(noises) == {"discrete_gaussian"}

@@ -125,7 +125,7 @@ class Curator:
         Privacy: Gaussian mechanism on a sensitivity-1 query, rho = 1 / (2 sigma^2) (AIM paper
         Prop. 1; proofs/gaussian.py). With ``discrete=True`` the noise is the exact discrete
         Gaussian with variance parameter sigma^2 taken as an exact rational from the float sigma,
-        which has the same zCDP cost (Canonne, Kamath, Steinke 2020, Thm. 4).
+        which has the same zCDP cost (Canonne, Kamath, Steinke 2020; proofs/discrete_gaussian.py).
         The charge is made before the data is read; a refused charge raises
         ``BudgetExceededError`` and reads nothing.
         """
@@ -149,7 +149,7 @@ class Curator:
         (e.g. the current model's marginals), weights w_r >= 0 (default 1) and penalties
         (default 0). Δ = max_r w_r: ||M_r(D) − ref||₁ changes by at most 1 when one record is
         added or removed, so q_r has sensitivity w_r (AIM paper Sec. 4, Eq. 1).
-        Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential.py), charged first.
+        Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential_mechanism.py), charged first.
         """
         cliques = [self._clique(c, f"candidates[{i}]") for i, c in enumerate(candidates)]
         if not cliques:

@@ -8,8 +8,9 @@ quantification of Section 5 (see :mod:`mechanisms.aim_bounds`).
 Privacy (Theorem 1): every data access goes through the curator, which charges the filter
 before reading. Per-round parameters come from ``dpcore.accounting.calibration`` (costs a few
 ulps below target, never above) and every budget quantity is an exact rational taken from the
-filter, so the spend can be audited from the ledger alone. The exponential mechanism uses
-Pr ∝ exp(ε q / (2Δ)) with Δ = max_{r ∈ C_t} w_r, costing ε²/8 (the paper's Prop. 2).
+filter, so the spend can be audited from the ledger alone (proofs/aim_budget.py). The
+exponential mechanism uses Pr ∝ exp(ε q / (2Δ)) with Δ = max_{r ∈ C_t} w_r, costing ε²/8 (the
+paper's Prop. 2).
 """
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ with the last third, estimate with Private-PGM and generate (Alg. 7-8 via the mo
 NIST-MST (Alg. 2): the pairs (and tree-shaped triples) are chosen from a *public* dataset the
 caller supplies (Alg. 5: the mutual-information maximum spanning tree plus triples), spending no
 budget on selection; with ``calibration="nist"`` both measurement rounds use the closed-form σ of
-Eq. (5.1), which makes the two rounds exactly (ε, δ)-DP by the classic RDP conversion.
+Eq. (5.1), which makes the two rounds exactly (ε, δ)-DP by the classic RDP conversion
+(proofs/nist_mst_calibration.py).
 
 Options for both: the 3σ domain compression (Alg. 4) with its reverse transform (Sec. 5 step 8:
 merged values are spread uniformly over the original values they stand for), and required pairs
@@ -18,8 +19,8 @@ merged values are spread uniformly over the original values they stand for), and
 Budget: each stage's share is an exact rational taken from the filter; within a stage every
 measurement or selection is calibrated to an exact share of what the stage has left. Under
 ``calibration="zcdp"`` the calibration residue is retired at the end so the ledger's exact total
-equals the budget; under ``"nist"`` the spend is 1/σ² (Eq. 5.1 is looser than the filter's
-CKS-derived budget) and nothing is retired.
+equals the budget (proofs/mst_budget.py); under ``"nist"`` the spend is 1/σ² (Eq. 5.1 is looser
+than the filter's CKS-derived budget) and nothing is retired.
 """
 from __future__ import annotations
 

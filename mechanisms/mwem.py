@@ -6,8 +6,9 @@ re-estimate p̂_t with Private-PGM (warm-started from p̂_{t−1}).
 
 Parameterisation. The paper sets ε = 2√(ρ/T) and σ = √(T/ρ) with the exponential mechanism
 Pr ∝ exp(ε q / (2Δ)) (its Definition 6), which costs ε²/8 = ρ/(2T); the Gaussian costs
-1/(2σ²) = ρ/(2T); so each round costs ρ/T and T rounds cost ρ (Prop. 3). We use the same
-convention, calibrating each round's ε and σ to an exact half of its share of what is left.
+1/(2σ²) = ρ/(2T); so each round costs ρ/T and T rounds cost ρ (Prop. 3;
+proofs/mwem_pgm_budget.py). We use the same convention, calibrating each round's ε and σ to an
+exact half of its share of what is left.
 
 Initialisation. p̂_0 is uniform over the domain scaled to the record count N, which is private
 under add/remove-one DP. Without a public ``total`` the first round's reference marginals are

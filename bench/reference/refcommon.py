@@ -55,7 +55,9 @@ def model_marginals(model, cliques: Sequence[Sequence[str]]) -> dict[tuple[str, 
     if MARGINALS_ROUTE == "project":
         # What Private-PGM's mechanism scripts do: one model.project call per clique.
         return {cl: datavector(model, cl) for cl in cliques}
-    out = {cl: datavector(model, cl) for cl in cliques if model.supports(cl)}
+    # MarkovRandomField.supports only checks the domain; the calibrated marginals know
+    # which cliques lie inside a model clique.
+    out = {cl: datavector(model, cl) for cl in cliques if model.marginals.supports(cl)}
     rest = [cl for cl in cliques if cl not in out]
     if rest:
         answers = marginal_oracles.bulk_variable_elimination(

@@ -142,6 +142,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         from dpcore.evaluation import parse_workload
         parse_workload(args.workload, schema.names)  # fail on a bad workload before reading data
 
+    if args.seed is not None and not args.quiet:
+        print("dpcore: note: --seed fixes the noise; use it for tests and demos, never for a "
+              "real release", file=sys.stderr)
     started = time.perf_counter()
     codes = read_codes(data_path, schema, sep=args.delimiter)
     if not args.quiet:

@@ -19,6 +19,7 @@ fitted model and decodes them, which is post-processing and costs no budget.
 """
 from __future__ import annotations
 
+import abc
 import os
 from fractions import Fraction
 from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
@@ -52,7 +53,7 @@ def as_schema(schema: SchemaLike | None) -> Schema:
     return Schema.load(schema)
 
 
-class Synthesizer:
+class Synthesizer(abc.ABC):
     """Base class: holds the budget, runs the mechanism, samples and decodes.
 
     ``epsilon``, ``delta``: the (ε, δ)-DP guarantee; the budget is the largest ρ-zCDP that
@@ -122,8 +123,9 @@ class Synthesizer:
         self.result_ = self._run(curator, callback=callback, rows=rows)
         return self
 
+    @abc.abstractmethod
     def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
-        raise NotImplementedError  # each subclass calls its mechanism
+        """Run this synthesizer's mechanism on the curator (spends the whole budget)."""
 
     def _fitted(self) -> MechanismResult:
         if self.result_ is None:

@@ -58,8 +58,7 @@ def _data_and_schema(args: argparse.Namespace, data_attr: str = "data") -> tuple
             raise CliError(f"give either --dataset or --{data_attr.replace('_', '-')} with "
                            f"--schema, not both")
         data_path, schema_path = _bundled(args.dataset)
-        return (data_path if data_attr == "data" or data is None else Path(data),
-                Schema.load(schema_path))
+        return data_path, Schema.load(schema_path)
     if data is None or args.schema is None:
         raise CliError(f"give --{data_attr.replace('_', '-')} DATA.csv with --schema S.json, "
                        f"or --dataset NAME")
@@ -100,7 +99,7 @@ def _atomic_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=1) + "\n")
 
 
-def _progress(args: argparse.Namespace, total_rho: Fraction, label: str):
+def _progress(args: argparse.Namespace, label: str):
     """A tqdm bar over the share of the budget spent (stderr; off unless a TTY)."""
     if args.quiet or not sys.stderr.isatty():
         return None
@@ -111,7 +110,7 @@ def _progress(args: argparse.Namespace, total_rho: Fraction, label: str):
 
 # ------------------------------------------------------------------------ synth
 def _cmd_synth(args: argparse.Namespace) -> int:
-    from dpcore.encoding import decode_codes, read_codes, write_table
+    from dpcore.encoding import read_codes, write_table
     from mechanisms.synthesizer import Synthesizer
 
     epsilon = _positive("--epsilon", args.epsilon)
@@ -151,8 +150,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         print(f"dpcore: read {len(codes)} rows x {codes.shape[1]} columns from {data_path}",
               file=sys.stderr)
     from dpcore.accounting import approx_dp_to_zcdp
-    bar = _progress(args, Fraction(approx_dp_to_zcdp(epsilon, delta)), args.mechanism.upper())
-    budget = Fraction(approx_dp_to_zcdp(epsilon, delta))
+    budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what the synthesizer's filter gets
+    bar = _progress(args, args.mechanism.upper())
 
     def on_round(record: Any) -> None:
         if bar is not None:
@@ -164,16 +163,10 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    out_codes = synth.sample_codes()
-    if schema.encoded:
-        import pandas as pd
-        frame = pd.DataFrame(out_codes.astype("int64"), columns=list(schema.names))
-    else:
-        frame = decode_codes(out_codes, schema, seed=args.seed)
+    frame = synth.sample()  # the mechanism's own synthetic table, decoded
     missing = schema.missing_values[0] if schema.missing_values else ""
     write_table(frame, args.out, missing_token=missing, sep=args.delimiter)
     elapsed = time.perf_counter() - started
-    result = synth.result
     if args.result is not None:
         _atomic_json(args.result, _result_document(args, synth, data_path, elapsed))
     if not args.quiet:

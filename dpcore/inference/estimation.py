@@ -19,8 +19,9 @@ Methods:
   against the current iterate; otherwise momentum resets and a plain mirror step is taken. So
   the loss is monotone and a failed extrapolation costs one extra calibration.
 
-Convergence: stop when the relative loss decrease of an accepted step is <= ``tol`` (reported
-as ``converged=True``) or after ``max_iters`` iterations (``converged=False``).
+Convergence: stop when an accepted step decreases the loss by <= ``tol * max(loss, 1)``
+(relative, but the loss is a chi-square statistic so 1 is its natural absolute unit; reported as
+``converged=True``) or after ``max_iters`` iterations (``converged=False``).
 """
 from __future__ import annotations
 
@@ -87,11 +88,11 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
     return EstimationResult(model, tuple(history), iters, converged, method)
 
 
-def initial_potentials(problem: Problem, warm_start=None) -> list[np.ndarray]:
+def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
     """Zeros (the uniform distribution), plus a previous model's potentials where they fit."""
-    theta = problem.zero_potentials()
+    theta = problem.split_cliques(problem.zero_potentials())
     if warm_start is None:
-        return theta
+        return problem.join_cliques(theta)
     if warm_start.domain != problem.domain:
         raise InvalidArgumentError("warm_start must be a model on the same domain")
     order = {a: i for i, a in enumerate(problem.domain.attrs)}
@@ -105,12 +106,12 @@ def initial_potentials(problem: Problem, warm_start=None) -> list[np.ndarray]:
         shape = tuple(problem.domain.shape[order[a]] if a in attrs else 1
                       for a in problem.cliques[k])
         theta[k] = theta[k] + values.reshape(shape)
-    return theta
+    return problem.join_cliques(theta)
 
 
-def fit(problem: Problem, oracle, theta: list[np.ndarray], *, max_iters: int, tol: float,
+def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: float,
         method: str = "mirror_descent", callback=None):
-    """Run the optimiser from ``theta``; returns (theta, oracle state, history, iters, converged)."""
+    """Run the optimiser from flat ``theta``; returns (theta, state, history, iters, converged)."""
     state, p = oracle(theta)
     loss, g = problem.loss_and_gradient(p)
     history = [loss]
@@ -120,18 +121,18 @@ def fit(problem: Problem, oracle, theta: list[np.ndarray], *, max_iters: int, to
     converged = False
     iters = 0
     for iters in range(1, max_iters + 1):
-        step = problem.clique_gradients(g)
+        step = problem.clique_gradient(g)
         accepted = None
         if method == "accelerated" and prev_theta is not None:
             beta = momentum / (momentum + 3.0)
-            trial = [t - eta * s + beta * (t - q) for t, s, q in zip(theta, step, prev_theta)]
+            trial = theta - eta * step
+            trial += beta * (theta - prev_theta)
             accepted = _try(problem, oracle, trial, p, g, loss)
             momentum = momentum + 1 if accepted is not None else 0
         if accepted is None:
             eta *= 2.0
             for _ in range(_MAX_BACKTRACKS):
-                trial = [t - eta * s for t, s in zip(theta, step)]
-                accepted = _try(problem, oracle, trial, p, g, loss)
+                accepted = _try(problem, oracle, theta - eta * step, p, g, loss)
                 if accepted is not None:
                     break
                 eta *= 0.5
@@ -147,17 +148,23 @@ def fit(problem: Problem, oracle, theta: list[np.ndarray], *, max_iters: int, to
         history.append(loss)
         if callback is not None and callback(iters, loss) is True:
             break
-        if decrease <= tol * max(loss, np.finfo(float).tiny):
+        if decrease <= tol * max(loss, 1.0):
             converged = True
             break
     return theta, state, history, iters, converged
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    # einsum's own loop, not BLAS: a threaded BLAS dot stalls for milliseconds on a busy
+    # machine, longer than the rest of an iteration.
+    return float(np.einsum("i,i->", a, b))
 
 
 def _try(problem, oracle, trial, p, g, loss):
     """Calibrate ``trial``; return it if it passes the sufficient-decrease test, else None."""
     state, p_new = oracle(trial)
     new_loss, g_new = problem.loss_and_gradient(p_new)
-    predicted = sum(float(np.vdot(gg, a - b)) for gg, a, b in zip(g, p, p_new))
+    predicted = _dot(g, p - p_new)
     if np.isfinite(new_loss) and loss - new_loss >= 0.5 * predicted and new_loss <= loss:
         return trial, state, p_new, new_loss, g_new
     return None

@@ -99,7 +99,7 @@ class Measurement:
         r = self.residual(marginal)
         w = 1.0 / (self.sigma * self.sigma)
         g = r if self.query is None else self.query.T @ r
-        return float(r @ r) * w, (2.0 * w) * np.asarray(g)
+        return float(np.einsum("i,i->", r, r)) * w, (2.0 * w) * np.asarray(g)
 
     def total_estimate(self) -> tuple[float, float] | None:
         """An unbiased estimate of the total count from this measurement and its variance.

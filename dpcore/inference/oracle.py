@@ -16,41 +16,37 @@ from dpcore.errors import TableTooLargeError
 
 
 class TreeOracle:
-    """Marginal inference by junction-tree calibration (``dpcore.JunctionTree``)."""
+    """Marginal inference by junction-tree calibration (``dpcore.JunctionTree``).
+
+    The loop calls this once per trial step, so it talks to the compiled tree with attribute
+    ids and bare arrays (one ``calibrate`` and one ``project_many`` call, no per-factor Python
+    objects) and wraps the result in the public ``CalibratedTree`` only for the model.
+    """
 
     def __init__(self, problem, tree=None):
         from dpcore.factor import Factor
-        from dpcore.junction_tree import JunctionTree
+        from dpcore.junction_tree import CalibratedTree, JunctionTree
 
         self._factor = Factor
+        self._calibrated = CalibratedTree
         self.problem = problem
         self.tree = tree if tree is not None else JunctionTree(problem.domain, problem.cliques)
+        order = {a: i for i, a in enumerate(problem.domain.attrs)}
+        self._clique_ids = [[order[a] for a in c] for c in problem.cliques]
+        self._group_ids = [[order[a] for a in g] for g in problem.groups]
         self._clique_domains = [problem.domain.project(c) for c in problem.cliques]
-        self._reads = None  # per group: (tree clique, axes to sum out, transpose or None)
 
-    def factors(self, potentials: Sequence[np.ndarray]):
-        return [self._factor(d, v) for d, v in zip(self._clique_domains, potentials)]
+    def factors(self, theta: np.ndarray):
+        """The model's log-potential Factors for a flat parameter vector."""
+        return [self._factor(d, v)
+                for d, v in zip(self._clique_domains, self.problem.split_cliques(theta))]
 
-    def __call__(self, potentials: Sequence[np.ndarray]):
-        calibrated = self.tree.calibrate(self.factors(potentials))
-        beliefs = calibrated.beliefs
-        if self._reads is None:
-            self._reads = [self._plan(group, beliefs) for group in self.problem.groups]
-        out = []
-        for j, axes, perm in self._reads:
-            v = beliefs[j].values
-            if axes:
-                v = v.sum(axis=axes)
-            out.append(v if perm is None else v.transpose(perm))
-        return calibrated, out
-
-    def _plan(self, group, beliefs):
-        j = self.tree.containing_clique(group)
-        attrs = tuple(beliefs[j].attributes)
-        axes = tuple(i for i, a in enumerate(attrs) if a not in group)
-        kept = [a for a in attrs if a in group]
-        perm = tuple(kept.index(a) for a in group)
-        return j, axes, None if perm == tuple(range(len(perm))) else perm
+    def __call__(self, theta: np.ndarray):
+        """Flat clique log-potentials -> (CalibratedTree, flat group marginals)."""
+        potentials = self.problem.split_cliques(theta)
+        core = self.tree._core.calibrate(list(zip(self._clique_ids, potentials)))
+        marginals = self.problem.flatten_groups(core.project_many(self._group_ids))
+        return self._calibrated(self.tree, core), marginals
 
 
 class DenseOracle:
@@ -69,14 +65,15 @@ class DenseOracle:
         self._sum = [tuple(i for i, a in enumerate(domain.attrs) if a not in g)
                      for g in problem.groups]
 
-    def joint(self, potentials: Sequence[np.ndarray]) -> tuple[np.ndarray, float]:
+    def joint(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
         """The full joint probability table and the log partition function."""
         logits = np.zeros(self.shape)
-        for v, shape in zip(potentials, self._expand):
+        for v, shape in zip(self.problem.split_cliques(theta), self._expand):
             logits = logits + v.reshape(shape)
         log_z = float(logsumexp(logits))
         return np.exp(logits - log_z), log_z
 
-    def __call__(self, potentials: Sequence[np.ndarray]):
-        p, log_z = self.joint(potentials)
-        return log_z, [p.sum(axis=axes) if axes else p for axes in self._sum]
+    def __call__(self, theta: np.ndarray):
+        p, log_z = self.joint(theta)
+        return log_z, self.problem.flatten_groups(
+            [p.sum(axis=axes) if axes else p for axes in self._sum])

@@ -54,40 +54,63 @@ class Problem:
         sets = [frozenset(g) for g in self.groups]
         self.cliques = [g for g, s in zip(self.groups, sets) if not any(s < t for t in sets)]
         self.clique_shapes = [tuple(domain.shape[order[a]] for a in c) for c in self.cliques]
-        # Each group adds its gradient into the first clique that contains it, broadcast over
-        # the clique's other axes (a reshape with 1s: the group's axes keep domain order).
-        self._into = []
-        for g in self.groups:
-            k = next(i for i, c in enumerate(self.cliques) if set(g) <= set(c))
-            bshape = tuple(self.domain.shape[order[a]] if a in g else 1 for a in self.cliques[k])
-            self._into.append((k, bshape))
+        # Flat layout: the optimiser works on one vector of all group marginals and one of all
+        # clique log-potentials, so an iteration is a handful of vector operations whatever the
+        # number of measurements.
+        self.group_sizes = [int(np.prod(s)) for s in self.group_shapes]
+        self.group_offsets = np.concatenate([[0], np.cumsum(self.group_sizes)]).astype(int)
+        self.clique_sizes = [int(np.prod(s)) for s in self.clique_shapes]
+        self.clique_offsets = np.concatenate([[0], np.cumsum(self.clique_sizes)]).astype(int)
+        self._spread = self._spread_matrix(order)
         self.rows = sum(m.noisy.size for m in self.measurements)
         self.smoothness = self._smoothness()
         self._pool_identity()
+
+    def _spread_matrix(self, order):
+        """Sparse map from group cells to clique cells: each group's gradient is added into the
+        first clique containing it, broadcast over the clique's other axes."""
+        rows, cols = [], []
+        for g, group in enumerate(self.groups):
+            k = next(i for i, c in enumerate(self.cliques) if set(group) <= set(c))
+            clique = self.cliques[k]
+            codes = np.indices(self.clique_shapes[k]).reshape(len(clique), -1)
+            sub = [codes[clique.index(a)] for a in group]
+            cell = np.ravel_multi_index(sub, self.group_shapes[g]) if group else 0
+            rows.append(self.clique_offsets[k] + np.arange(self.clique_sizes[k]))
+            cols.append(self.group_offsets[g] + cell)
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        return sp.csr_matrix((np.ones(rows.size), (rows, cols)),
+                             shape=(self.clique_offsets[-1], self.group_offsets[-1]))
 
     def _pool_identity(self):
         """Pool each group's identity measurements into one weighted target.
 
         ``sum_j ||mu - y_j||^2 / sigma_j^2 = W ||mu - ybar||^2 + sum_j w_j ||y_j - ybar||^2``
         with ``w_j = 1/sigma_j^2``, ``W = sum_j w_j`` and ``ybar`` the precision-weighted mean,
-        so the loop touches each group once, in domain order, without transposes. The constant
+        so the loop touches each cell once, in domain order, without transposes. The constant
         is the within-group scatter (summed directly: no cancellation).
         """
-        self._pooled = []  # (group, W, ybar, constant)
-        self._general = []  # (measurement, read) for non-identity queries
+        cells = self.group_offsets[-1]
+        self._weight = np.zeros(cells)
+        self._target = np.zeros(cells)
+        self._constant = 0.0
+        self._general = []  # (measurement, slice, read) for non-identity queries
         by_group: dict[int, list] = {}
         for m, read in zip(self.measurements, self._reads):
+            g, perm, inv, shape = read
             if m.query is None:
-                g, perm, inv, shape = read
                 y = m.noisy.reshape(shape).transpose(inv)
                 by_group.setdefault(g, []).append((1.0 / m.sigma**2, y))
             else:
-                self._general.append((m, read))
+                where = slice(self.group_offsets[g], self.group_offsets[g + 1])
+                self._general.append((m, where, read))
         for g, items in sorted(by_group.items()):
             weight = sum(w for w, _ in items)
             ybar = sum(w * y for w, y in items) / weight
-            const = sum(w * float(((y - ybar) ** 2).sum()) for w, y in items)
-            self._pooled.append((g, weight, np.ascontiguousarray(ybar), const))
+            self._constant += sum(w * float(((y - ybar) ** 2).sum()) for w, y in items)
+            where = slice(self.group_offsets[g], self.group_offsets[g + 1])
+            self._weight[where] = weight
+            self._target[where] = ybar.ravel()
 
     def _smoothness(self) -> float:
         """An upper bound on the Lipschitz constant of grad_p L in the l1 norm.
@@ -111,38 +134,36 @@ class Problem:
             total += 2.0 * qq / m.sigma**2
         return max(total * self.total**2, 1e-300)
 
-    def loss_and_gradient(self, marginals: Sequence[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-        """Loss (counts) and its gradient with respect to each group's probability marginal."""
+    def loss_and_gradient(self, marginals: np.ndarray) -> tuple[float, np.ndarray]:
+        """Loss (counts) and its gradient in the flat group marginals (probabilities)."""
         n = self.total
-        grads: list = [None] * len(self.groups)
-        loss = 0.0
-        for g, weight, ybar, const in self._pooled:
-            r = marginals[g] * n - ybar
-            loss += weight * float(np.vdot(r, r)) + const
-            grads[g] = r * (2.0 * weight * n)
-        for m, (g, perm, inv, shape) in self._general:
-            p = marginals[g]
+        r = marginals * n - self._target
+        wr = self._weight * r
+        loss = float(np.einsum("i,i->", wr, r)) + self._constant  # not BLAS: see estimation._dot
+        grad = wr * (2.0 * n)
+        for m, where, (g, perm, inv, shape) in self._general:
+            p = marginals[where].reshape(self.group_shapes[g])
             mu = (p if perm == tuple(range(len(perm))) else p.transpose(perm)).ravel() * n
-            value, grad = m.loss_and_gradient(mu)
+            value, gm = m.loss_and_gradient(mu)
             loss += value
-            grad = grad.reshape(shape).transpose(inv) * n
-            grads[g] = grad if grads[g] is None else grads[g] + grad
-        return loss, grads
+            grad[where] += gm.reshape(shape).transpose(inv).ravel() * n
+        return loss, grad
 
-    def loss(self, marginals: Sequence[np.ndarray]) -> float:
-        return self.loss_and_gradient(marginals)[0]
+    def flatten_groups(self, marginals: Sequence[np.ndarray]) -> np.ndarray:
+        """Concatenate per-group marginals (each shaped ``group_shapes[g]``) into one vector."""
+        return np.concatenate([m.ravel() for m in marginals])
 
-    def clique_gradients(self, group_grads: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Sum each group's gradient into its clique (broadcast over the clique's other axes)."""
-        out: list = [None] * len(self.cliques)
-        for grad, (k, bshape) in zip(group_grads, self._into):
-            if grad is None:
-                continue
-            grad = grad.reshape(bshape)
-            # Never add in place: the group gradients are reused by the line search.
-            out[k] = grad if out[k] is None else out[k] + grad
-        return [np.broadcast_to(o, s) if o is not None and o.shape != s else
-                (np.zeros(s) if o is None else o) for o, s in zip(out, self.clique_shapes)]
+    def clique_gradient(self, group_grad: np.ndarray) -> np.ndarray:
+        """The flat gradient in the clique log-potentials (group gradients spread into cliques)."""
+        return self._spread @ group_grad
 
-    def zero_potentials(self) -> list[np.ndarray]:
-        return [np.zeros(s) for s in self.clique_shapes]
+    def split_cliques(self, theta: np.ndarray) -> list[np.ndarray]:
+        """Views of a flat log-potential vector, one array per clique."""
+        off = self.clique_offsets
+        return [theta[off[k]:off[k + 1]].reshape(s) for k, s in enumerate(self.clique_shapes)]
+
+    def join_cliques(self, potentials: Sequence[np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.ravel(p) for p in potentials])
+
+    def zero_potentials(self) -> np.ndarray:
+        return np.zeros(self.clique_offsets[-1])

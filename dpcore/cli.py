@@ -443,6 +443,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return code
     except BrokenPipeError:
         raise
+    except MemoryError as err:
+        print(f"dpcore: error: out of memory ({err or 'MemoryError'}); try a smaller "
+              f"--max-model-size or --workload", file=sys.stderr)
+        return EXIT_INPUT
     except OSError as err:  # e.g. disk full while writing; the atomic writers left nothing
         print(f"dpcore: error: {err}", file=sys.stderr)
         return EXIT_INPUT

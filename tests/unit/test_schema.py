@@ -186,3 +186,11 @@ def test_infer_warns_and_respects_public_flags():
     assert public.warning is None
     with pytest.raises(ValueError, match="not in the data"):
         infer_schema(frame, bounds={"height": (0, 3)})
+
+
+def test_parquet_roundtrip_when_pyarrow_is_installed(tmp_path):
+    pytest.importorskip("pyarrow")
+    s = schema(c=dict(CAT, missing="code"), n=NUM)
+    codes = np.array([[0, 1], [2, 4], [1, 0]] * 5)
+    write_table(decode_codes(codes, s, seed=2), tmp_path / "d.parquet")
+    assert np.array_equal(read_codes(tmp_path / "d.parquet", s, chunk_rows=4), codes)

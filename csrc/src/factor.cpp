@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -52,6 +53,89 @@ void for_each_run(const StrideMap& m, F&& f) {
     }
     if (j < 0) return;
   }
+}
+
+// The exponentials dominate calibration, so this loop must vectorise: FP compares in it are
+// selects only if trapping math is off (nothing here reads the FP exception flags), and on
+// x86-64 GCC also emits AVX2 and AVX-512 clones chosen at load time.
+#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define DPCORE_VECTOR_KERNEL \
+  __attribute__((optimize("no-trapping-math"),                                      \
+                 target_clones("default", "avx2", "avx512f")))
+#else
+#define DPCORE_VECTOR_KERNEL __attribute__((optimize("no-trapping-math")))
+#endif
+#else
+#define DPCORE_VECTOR_KERNEL
+#endif
+
+// Branch-free exp: x = k ln2 + r with |r| <= ln2 / 2 (Cody-Waite split of ln2), exp(r) by its
+// degree-13 Taylor polynomial (truncation < 1e-17 relative), times 2^k written into the
+// exponent bits; k comes from the bits of x log2(e) + 1.5 * 2^52, which rounds to integer.
+// Below -708 the result flushes to 0; NaN and +inf pass through.
+__attribute__((always_inline)) inline double exp_one(double in) {
+  const double log2e = 1.4426950408889634;
+  const double ln2_hi = 6.93147180369123816490e-01;
+  const double ln2_lo = 1.90821492927058770002e-10;
+  const double shifter = 6755399441055744.0;
+  const std::uint64_t shifter_bits = 0x4338000000000000ULL;  // bits of 1.5 * 2^52
+  double v = in < -708.0 ? -708.0 : in;
+  v = v > 709.0 ? 709.0 : v;
+  const double kd_shifted = v * log2e + shifter;
+  std::uint64_t k_bits;
+  std::memcpy(&k_bits, &kd_shifted, sizeof k_bits);
+  const double kd = kd_shifted - shifter;
+  const double r = (v - kd * ln2_hi) - kd * ln2_lo;
+  double p = 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const std::uint64_t scale_bits = (k_bits - shifter_bits + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  const double out = in < -708.0 ? 0.0 : p * scale;
+  return in > 709.0 || !(in >= -708.0 || in < -708.0) ? in + in : out;
+}
+
+DPCORE_VECTOR_KERNEL void exp_kernel(double* __restrict x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = exp_one(x[i]);
+}
+
+// out[i] = exp(p[i] - shift); returns the sum of out (eight partial sums for the vectoriser).
+DPCORE_VECTOR_KERNEL double shifted_exp_sum(const double* p, double shift,
+                                            double* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = exp_one(p[i] - shift);
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] += out[i + j];
+  double total = 0.0;
+  for (; i < n; ++i) total += out[i];
+  for (int j = 0; j < 8; ++j) total += lanes[j];
+  return total;
+}
+
+// Largest of p[0..n) (NaN ignored), or `init` if larger; eight lanes for the vectoriser.
+DPCORE_VECTOR_KERNEL double max_kernel(const double* __restrict p, std::int64_t n, double init) {
+  double lanes[8] = {init, init, init, init, init, init, init, init};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] = p[i + j] > lanes[j] ? p[i + j] : lanes[j];
+  double m = init;
+  for (; i < n; ++i) m = p[i] > m ? p[i] : m;
+  for (int j = 0; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  return m;
 }
 
 std::string attrs_text(const std::vector<AttrId>& attrs) {
@@ -172,9 +256,7 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
   for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
     const double* p = src + o;
     if (s == 0) {
-      double m = mx[i];
-      for (std::int64_t t = 0; t < n; ++t) m = p[t] > m ? p[t] : m;
-      mx[i] = m;
+      mx[i] = max_kernel(p, n, mx[i]);
     } else {
       for (std::int64_t t = 0; t < n; ++t) mx[i + t * s] = std::max(mx[i + t * s], p[t]);
     }
@@ -183,19 +265,38 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     if (mx[c] == kNegInf) mx[c] = 0.0;
   std::fill(dst, dst + dst_cells, 0.0);
+  thread_local std::vector<double> scratch;
   for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
     const double* p = src + o;
+    if (scratch.size() < static_cast<std::size_t>(n)) scratch.resize(static_cast<std::size_t>(n));
+    double* e = scratch.data();
     if (s == 0) {
-      const double m = mx[i];
-      double acc = 0.0;
-      for (std::int64_t t = 0; t < n; ++t) acc += std::exp(p[t] - m);
-      dst[i] += acc;
+      dst[i] += shifted_exp_sum(p, mx[i], e, n);
     } else {
-      for (std::int64_t t = 0; t < n; ++t) dst[i + t * s] += std::exp(p[t] - mx[i + t * s]);
+      for (std::int64_t t = 0; t < n; ++t) e[t] = p[t] - mx[i + t * s];
+      exp_kernel(e, n);
+      for (std::int64_t t = 0; t < n; ++t) dst[i + t * s] += e[t];
     }
   });
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     dst[c] = std::isinf(mx[c]) ? mx[c] : std::log(dst[c]) + mx[c];  // +inf stays +inf
+}
+
+void exp_nonpositive(double* values, std::uint64_t n) {
+  exp_kernel(values, static_cast<std::int64_t>(n));
+}
+
+double exp_shift_max(double* values, std::uint64_t n, double* shift) {
+  const auto len = static_cast<std::int64_t>(n);
+  double m = max_kernel(values, len, kNegInf);
+  if (m == kNegInf) m = 0.0;
+  *shift = m;
+  // In place: shifted_exp_sum reads each value before writing it.
+  double total = 0.0;
+  constexpr std::int64_t kBlock = 4096;
+  for (std::int64_t i = 0; i < len; i += kBlock)
+    total += shifted_exp_sum(values + i, m, values + i, std::min(kBlock, len - i));
+  return total;
 }
 
 double logsumexp(const double* values, std::uint64_t n) {

@@ -335,109 +335,62 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
   if (!(log_partition > -std::numeric_limits<double>::infinity()))
     throw InvalidArgument("log-potentials must give positive total mass, got log-partition " +
                           std::to_string(log_partition));
-  // Downward pass: the parent's full belief marginalised onto the separator, minus what the
-  // child sent up, is the product of every other message into the parent.
-  for (std::size_t idx = 1; idx < order.size(); ++idx) {
-    const int c = order[idx];
-    const Factor& pb = belief[std::size_t(t.parent(c))];
-    Factor& msg = up[std::size_t(c)];
-    Factor down(msg.attrs(), msg.shape(), 0.0);
-    marginalize(pb.data(), make_stride_map(pb.attrs(), pb.shape(), down.attrs(), down.shape()),
-                down.data(), down.size(), true);
-    for (std::uint64_t i = 0; i < down.size(); ++i) {
-      // -inf - -inf: the child has no mass on this separator cell, so any finite message
-      // leaves its belief at -inf there.
-      const double u = msg.data()[i];
-      down.data()[i] = u == -std::numeric_limits<double>::infinity() ? u : down.data()[i] - u;
+  std::vector<std::vector<int>> children(k);
+  for (std::size_t idx = 1; idx < order.size(); ++idx)
+    children[std::size_t(t.parent(order[idx]))].push_back(order[idx]);
+  std::vector<Factor> sep_marginal(k);
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  // Downward pass, parents first: the parent's belief is complete when it is reached.
+  for (int p : order) {
+    Factor& b = belief[std::size_t(p)];
+    double mx = 0.0;
+    const double total = exp_shift_max(b.data(), b.size(), &mx);
+    for (int c : children[std::size_t(p)]) {
+      const Factor& msg = up[std::size_t(c)];
+      Factor& marg = sep_marginal[std::size_t(c)];
+      marg = Factor(msg.attrs(), msg.shape(), 0.0);
+      marginalize(b.data(), make_stride_map(b.attrs(), b.shape(), marg.attrs(), marg.shape()),
+                  marg.data(), marg.size(), false);
+      Factor down(msg.attrs(), msg.shape(), 0.0);
+      for (std::uint64_t i = 0; i < down.size(); ++i) {
+        const double s = marg.data()[i];
+        const double u = msg.data()[i];
+        // u = -inf: the child has no mass on this separator cell, and keeps none.
+        down.data()[i] = (s > 0.0 && u > kNegInf) ? std::log(s) + mx - u : kNegInf;
+        marg.data()[i] = s / total;
+      }
+      belief[std::size_t(c)].add_inplace(down);
     }
-    belief[std::size_t(c)].add_inplace(down);
+    b.multiply_scalar(1.0 / total);
   }
-  for (Factor& b : belief) {
-    b.add_scalar(-b.logsumexp());
-    b.exp_inplace();
-  }
-  return CalibratedTree(std::move(tree), std::move(belief), log_partition);
+  return CalibratedTree(std::move(tree), std::move(belief), log_partition,
+                        std::move(sep_marginal));
 }
 
 CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
-                               std::vector<Factor> beliefs, double log_partition)
-    : tree_(std::move(tree)), beliefs_(std::move(beliefs)), log_partition_(log_partition) {
+                               std::vector<Factor> beliefs, double log_partition,
+                               std::vector<Factor> separator_marginals)
+    : tree_(std::move(tree)),
+      beliefs_(std::move(beliefs)),
+      log_partition_(log_partition),
+      separator_marginals_(std::move(separator_marginals)) {
   if (!tree_) throw InvalidArgument("calibrated tree needs a junction tree, got null");
   if (beliefs_.size() != tree_->cliques().size())
     throw InvalidArgument("calibrated tree needs one belief per clique, got " +
                           std::to_string(beliefs_.size()) + " for " +
                           std::to_string(tree_->cliques().size()) + " cliques");
-}
-
-namespace {
-
-// Marginal of `attrs` by variable elimination over the product of `factors` (their product is
-// the joint of the union of their attributes). Greedy order: eliminate the attribute whose
-// combined table is smallest (ties: lowest AttrId).
-Factor eliminate(std::vector<Factor> factors, const std::vector<AttrId>& attrs,
-                 const std::vector<std::int64_t>& attrs_shape, int num_attrs) {
-  std::vector<char> keep(std::size_t(num_attrs), 0);
-  for (AttrId a : attrs) keep[std::size_t(a)] = 1;
-  for (;;) {
-    std::vector<char> present(std::size_t(num_attrs), 0);
-    for (const Factor& f : factors)
-      for (AttrId a : f.attrs()) present[std::size_t(a)] = 1;
-    int best = -1;
-    double best_cells = 0.0;
-    for (int v = 0; v < num_attrs; ++v) {
-      if (!present[std::size_t(v)] || keep[std::size_t(v)]) continue;
-      std::vector<char> scope(std::size_t(num_attrs), 0);
-      double cells = 1.0;
-      for (const Factor& f : factors) {
-        if (f.axis_of(v) < 0) continue;
-        for (std::size_t i = 0; i < f.attrs().size(); ++i)
-          if (!scope[std::size_t(f.attrs()[i])]) {
-            scope[std::size_t(f.attrs()[i])] = 1;
-            cells *= static_cast<double>(f.shape()[i]);
-          }
-      }
-      if (best < 0 || cells < best_cells) {
-        best = v;
-        best_cells = cells;
-      }
-    }
-    if (best < 0) break;
-    std::vector<Factor> rest;
-    std::vector<const Factor*> with;
-    for (const Factor& f : factors)
-      if (f.axis_of(best) >= 0) with.push_back(&f);
-    Factor product;
-    if (with.size() == 1) {
-      product = *with[0];
-    } else {
-      std::vector<AttrId> u = with[0]->attrs();
-      std::vector<std::int64_t> us = with[0]->shape();
-      for (std::size_t w = 1; w < with.size(); ++w)
-        for (std::size_t i = 0; i < with[w]->attrs().size(); ++i)
-          if (std::find(u.begin(), u.end(), with[w]->attrs()[i]) == u.end()) {
-            u.push_back(with[w]->attrs()[i]);
-            us.push_back(with[w]->shape()[i]);
-          }
-      product = with[0]->expand(u, us);
-      for (std::size_t w = 1; w < with.size(); ++w) product.multiply_inplace(*with[w]);
-    }
-    std::vector<AttrId> kept;
-    for (AttrId a : product.attrs())
-      if (a != best) kept.push_back(a);
-    Factor reduced = product.project(kept, false);
-    for (Factor& f : factors)
-      if (f.axis_of(best) < 0) rest.push_back(std::move(f));
-    rest.push_back(std::move(reduced));
-    factors = std::move(rest);
+  for (std::size_t c = 0; c < beliefs_.size(); ++c)
+    if (beliefs_[c].attrs() != tree_->cliques()[c])
+      throw InvalidArgument("belief " + std::to_string(c) + " must be over its clique's attributes");
+  if (separator_marginals_.empty()) {
+    separator_marginals_.resize(beliefs_.size());
+    for (int c : tree_->order())
+      if (tree_->parent(c) >= 0)
+        separator_marginals_[std::size_t(c)] = beliefs_[std::size_t(c)].project(tree_->separator(c));
   }
-  Factor out(attrs, attrs_shape, 1.0);
-  for (const Factor& f : factors) out.multiply_inplace(f);
-  const double total = out.sum();
-  if (total > 0.0) out.multiply_scalar(1.0 / total);
-  return out;
+  if (separator_marginals_.size() != beliefs_.size())
+    throw InvalidArgument("calibrated tree needs one separator marginal per clique");
 }
-
-}  // namespace
 
 Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
   const JunctionTree& t = *tree_;
@@ -475,24 +428,68 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       changed = true;
     }
   }
-  // Joint of the subtree = top clique's belief × each other clique's belief divided by its
-  // marginal on the separator with its parent (0 where that marginal is 0).
-  std::vector<Factor> factors;
-  for (int c : t.order()) {
+  // Messages up the subtree, children first. A clique's message to its parent is over its
+  // separator plus the wanted attributes found at or below it; dividing by the separator
+  // marginal turns the clique's belief into the conditional the subtree joint needs.
+  std::vector<Factor> msg(k);
+  std::vector<int> kids;
+  for (std::size_t idx = t.order().size(); idx-- > 0;) {
+    const int c = t.order()[idx];
     if (!alive[std::size_t(c)]) continue;
-    const Factor& b = beliefs_[std::size_t(c)];
     const int p = t.parent(c);
-    if (p < 0 || !alive[std::size_t(p)]) {
-      factors.push_back(b);
-      continue;
+    const bool top = p < 0 || !alive[std::size_t(p)];
+    kids.clear();
+    for (int x : nbrs[std::size_t(c)])
+      if (alive[std::size_t(x)] && x != p) kids.push_back(x);
+    const Factor& belief = beliefs_[std::size_t(c)];
+    // Attributes this clique must keep: its separator, what its children's messages share
+    // with it, and the wanted ones.
+    std::vector<char> need(std::size_t(t.num_attrs()), 0);
+    if (!top)
+      for (AttrId a : t.separator(c)) need[std::size_t(a)] = 1;
+    for (int x : kids)
+      for (AttrId a : msg[std::size_t(x)].attrs()) need[std::size_t(a)] = 1;
+    for (AttrId a : attrs) need[std::size_t(a)] = 1;
+    std::vector<AttrId> local;
+    for (AttrId a : belief.attrs())
+      if (need[std::size_t(a)]) local.push_back(a);
+    Factor product = local.size() == belief.attrs().size() ? belief : belief.project(local);
+    if (!kids.empty()) {
+      std::vector<AttrId> u = product.attrs();
+      std::vector<std::int64_t> us = product.shape();
+      for (int x : kids)
+        for (std::size_t i = 0; i < msg[std::size_t(x)].attrs().size(); ++i) {
+          const AttrId a = msg[std::size_t(x)].attrs()[i];
+          if (std::find(u.begin(), u.end(), a) == u.end()) {
+            u.push_back(a);
+            us.push_back(msg[std::size_t(x)].shape()[i]);
+          }
+        }
+      if (u.size() != product.attrs().size()) product = product.expand(u, us);
+      for (int x : kids) {
+        product.multiply_inplace(msg[std::size_t(x)]);
+        msg[std::size_t(x)] = Factor();
+      }
     }
-    Factor inv = b.project(t.separator(c), false);
+    if (top) {
+      Factor out = product.project(attrs);
+      const double total = out.sum();
+      if (total > 0.0) out.multiply_scalar(1.0 / total);
+      return out;
+    }
+    std::vector<AttrId> keep(t.separator(c));
+    for (AttrId a : product.attrs())
+      if (wanted[std::size_t(a)] && std::find(keep.begin(), keep.end(), a) == keep.end())
+        keep.push_back(a);
+    Factor m = keep.size() == product.attrs().size() && keep == product.attrs()
+                   ? std::move(product)
+                   : product.project(keep);
+    Factor inv = separator_marginals_[std::size_t(c)];
     for (double& v : inv.values()) v = v > 0.0 ? 1.0 / v : 0.0;
-    Factor cond = b;
-    cond.multiply_inplace(inv);
-    factors.push_back(std::move(cond));
+    m.multiply_inplace(inv);
+    msg[std::size_t(c)] = std::move(m);
   }
-  return eliminate(std::move(factors), attrs, t.shape_of(attrs), t.num_attrs());
+  throw InvalidArgument("projection subtree has no top clique");  // unreachable: a tree
 }
 
 std::vector<Factor> CalibratedTree::project_many(

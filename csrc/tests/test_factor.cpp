@@ -102,7 +102,23 @@ static void test_stride_map_coalesces() {
   CHECK(same.shape.size() == 1 && same.shape[0] == 6 && same.stride[0] == 1);
 }
 
+static void test_exp_nonpositive_matches_std_exp() {
+  std::vector<double> x;
+  for (int i = 0; i <= 200000; ++i) x.push_back(-708.0 * i / 200000.0);
+  x.push_back(-1e-300);
+  std::vector<double> y(x);
+  exp_nonpositive(y.data(), y.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::fabs(y[i] - std::exp(x[i])) / std::exp(x[i]));
+  CHECK(worst < 4e-16);
+  std::vector<double> edge{-INFINITY, -800.0, 0.0, NAN};
+  exp_nonpositive(edge.data(), edge.size());
+  CHECK(edge[0] == 0.0 && edge[1] == 0.0 && edge[2] == 1.0 && std::isnan(edge[3]));
+}
+
 int main() {
+  test_exp_nonpositive_matches_std_exp();
   test_project_sum_and_log();
   test_logsumexp_is_stable();
   test_broadcast_ops();

@@ -39,6 +39,13 @@ void broadcast_multiply(double* dst, const double* src, const StrideMap& map);
 /// `dst_cells` is the inner table's cell count; the log-sum-exp is stable (per-cell maximum).
 void marginalize(const double* src, const StrideMap& map, double* dst, std::uint64_t dst_cells,
                  bool log);
+/// values[i] = exp(values[i]) for arguments <= 0 (what log-sum-exp shifting produces), within
+/// a few ulp of std::exp; results below exp(-708) flush to 0, -inf gives 0, NaN stays NaN.
+/// Vectorised (with AVX2/AVX-512 clones on x86-64): the exponentials dominate calibration.
+void exp_nonpositive(double* values, std::uint64_t n);
+/// values[i] = exp(values[i] - m) in place with m = max(values) (0 when every value is -inf),
+/// as exp_nonpositive does; stores m in *shift and returns the sum of the new values.
+double exp_shift_max(double* values, std::uint64_t n, double* shift);
 /// log(sum(exp(values))), stable; -inf for an empty or all -inf input.
 double logsumexp(const double* values, std::uint64_t n);
 

@@ -8,8 +8,13 @@
 // cliques under separator cardinality has the running-intersection property, so it is a
 // junction tree. Attributes in no input clique become singleton cliques.
 //
-// Calibration: two-pass sum-product in log space (upward messages to the root, then
-// downward ones computed as the parent's log-belief minus the child's upward message).
+// Calibration: two-pass sum-product in log space. Upward messages (leaves to root) are
+// log-sum-exps with a per-cell maximum, so no partial belief can underflow. Downward, each
+// clique's belief is complete, so one exp(belief - max) per cell serves all its children's
+// messages (the parent's separator marginal minus the child's upward message) and its own
+// normalised belief: two exponentials per cell in all, whatever the tree's degree. A cell
+// lost to underflow there has probability below e^-745 relative to the clique's mode, which
+// a float64 probability cannot hold anyway.
 #pragma once
 
 #include <cstdint>
@@ -84,8 +89,10 @@ class JunctionTree {
 /// Calibrated clique marginals of the distribution p(x) ∝ exp(Σ_f f(x_f)).
 class CalibratedTree {
  public:
+  /// `separator_marginals[c]` is the marginal of separator(c) (ignored for the root); when
+  /// empty it is computed from the beliefs.
   CalibratedTree(std::shared_ptr<const JunctionTree> tree, std::vector<Factor> beliefs,
-                 double log_partition);
+                 double log_partition, std::vector<Factor> separator_marginals = {});
 
   const JunctionTree& tree() const { return *tree_; }
   const std::shared_ptr<const JunctionTree>& tree_ptr() const { return tree_; }
@@ -96,8 +103,10 @@ class CalibratedTree {
 
   /// The marginal distribution of `attrs` (in the given order), summing to 1. From the
   /// smallest containing clique when there is one; otherwise by variable elimination over the
-  /// smallest subtree whose cliques cover `attrs`, with the joint written as the root
-  /// clique's belief times each other clique's belief conditioned on its parent separator.
+  /// smallest subtree whose cliques cover `attrs`: the joint of the subtree is its top
+  /// clique's belief times each other clique's belief divided by its separator marginal, and
+  /// messages flow up the subtree carrying the wanted attributes, each clique first summing
+  /// out the attributes that no neighbour and no query needs.
   Factor project(const std::vector<AttrId>& attrs) const;
   /// project() for each attribute list.
   std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list) const;
@@ -106,6 +115,7 @@ class CalibratedTree {
   std::shared_ptr<const JunctionTree> tree_;
   std::vector<Factor> beliefs_;
   double log_partition_;
+  std::vector<Factor> separator_marginals_;
 };
 
 /// Sums each log-potential into the smallest clique containing its attributes (InvalidArgument

@@ -202,3 +202,18 @@ def test_report_with_bounds_including_zero_error(tmp_path):
                          {"format": "dpcore-result", "confidence_bounds": bounds})
     assert "1 of 2 finite bounds hold" in index.read_text()
     assert (tmp_path / "r" / "confidence_bounds.png").stat().st_size > 0
+
+
+def test_synth_progress_bar_and_summary_on_a_terminal(work, capsys, monkeypatch):
+    import sys
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    argv = [a for a in synth_args(work, **{"--seed": "1"}) if a != "--quiet"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "% of budget" in err and "MST finished" in err and "(1, 1e-06)-DP" in err
+    assert (work / "out.csv").exists() and main(["verify", str(work / "ledger.json")]) == 0
+
+
+def test_synth_quiet_off_a_terminal_prints_nothing(work, capsys):
+    assert main(synth_args(work)) == 0
+    assert capsys.readouterr().err == ""

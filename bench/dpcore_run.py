@@ -22,6 +22,25 @@ import time
 T_START = time.perf_counter()
 
 
+def _revision() -> str:
+    """Which dpcore ran: the git commit of this tree (+dirty), or a REV file in a snapshot."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        with open(os.path.join(root, "REV")) as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mechanism", required=True, choices=["aim", "mst", "mwem"])
@@ -64,14 +83,21 @@ def main() -> int:
     t_load = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+
+    def progress(record) -> None:
+        # One line a step in the log: a run killed at its cap still says how far it got.
+        print(f"{record.index} {record.kind} {record.clique} sigma={record.sigma} "
+              f"{record.seconds:.2f}s at {time.perf_counter() - t0:.1f} s", flush=True)
+
     if args.mechanism == "aim":
-        result = aim(curator, workload, seed=args.seed)
+        result = aim(curator, workload, seed=args.seed, callback=progress)
     elif args.mechanism == "mst":
         # compress=True: the 3-sigma domain compression of Private-PGM's MST, for parity.
-        result = mst(curator, compress=True, seed=args.seed)
+        result = mst(curator, compress=True, seed=args.seed, callback=progress)
     else:
         rounds = args.rounds or len(domain)
-        result = mwem(curator, workload, rounds=rounds, max_model_size=25.0, seed=args.seed)
+        result = mwem(curator, workload, rounds=rounds, max_model_size=25.0, seed=args.seed,
+                      callback=progress)
     fit = time.perf_counter() - t0
 
     result.synthetic.to_csv(os.path.join(args.out, "synthetic.csv"))
@@ -79,7 +105,7 @@ def main() -> int:
     model = result.model
     payload = {
         "implementation": "dpcore",
-        "version": getattr(dpcore, "__version__", ""),
+        "version": f"{getattr(dpcore, '__version__', '')}+{_revision()}",
         "mechanism": args.mechanism,
         "seed": args.seed,
         "rho": budget,

@@ -287,6 +287,8 @@ def parse_args(argv=None):
     p.add_argument("--out", default=os.path.dirname(RESULTS),
                    help="directory for results.csv (default bench/results); children's files go "
                         "to bench/work, or OUT/work when --out is given")
+    p.add_argument("--work", default=None, help="directory for the children's files "
+                   "(default bench/work, or OUT/work when --out is given)")
     p.add_argument("--rerun", action="store_true", help="rerun configurations already recorded")
     p.add_argument("--quick", action="store_true",
                    help="CI smoke test: nursery, all3way, eps 1, seed 0, short caps, own results file")
@@ -304,7 +306,8 @@ def parse_args(argv=None):
     if "mbi" in args.impls and not os.path.exists(VENV_PYTHON):
         p.error(f"--impls mbi needs the reference venv; run bench/setup_reference.sh ({VENV_PYTHON} missing)")
     args.results = os.path.join(args.out, "results.csv")
-    args.work = os.path.join(args.out, "work") if explicit_out or args.quick else WORK
+    if args.work is None:
+        args.work = os.path.join(args.out, "work") if explicit_out or args.quick else WORK
     if not (0 < args.delta < 1):
         p.error(f"--delta must be in (0, 1), got {args.delta}")
     if any(not e > 0 for e in args.eps):

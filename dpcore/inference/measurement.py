@@ -26,6 +26,8 @@ class Measurement:
     ``attrs`` fixes the order of the marginal's axes (the flattening is C order over them).
     ``query`` is a dense array or scipy.sparse matrix with one column per marginal cell, or
     None for the identity (``noisy`` is then the noisy marginal itself). Immutable.
+    Its term in the estimation objective is ``||Q mu - y||^2 / sigma^2``: the Gaussian
+    negative log-likelihood up to constants, so estimation is maximum likelihood.
 
     >>> m = Measurement(("a",), [3.0, 1.0], sigma=2.0)
     >>> m.attrs, m.sigma, m.noisy.tolist()

@@ -44,7 +44,12 @@ class TreeOracle:
     def __call__(self, theta: np.ndarray):
         """Flat clique log-potentials -> (CalibratedTree, flat group marginals)."""
         potentials = self.problem.split_cliques(theta)
-        core = self.tree._core.calibrate(list(zip(self._clique_ids, potentials)))
+        core_tree = getattr(self.tree, "_core", None)
+        if core_tree is None:  # a tree without the compiled handle: the public (slower) path
+            calibrated = self.tree.calibrate(self.factors(theta))
+            beliefs = calibrated.project_many(self.problem.groups)
+            return calibrated, self.problem.flatten_groups([f.values for f in beliefs])
+        core = core_tree.calibrate(list(zip(self._clique_ids, potentials)))
         marginals = self.problem.flatten_groups(core.project_many(self._group_ids))
         return self._calibrated(self.tree, core), marginals
 

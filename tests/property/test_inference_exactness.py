@@ -82,3 +82,35 @@ def test_fitted_loss_equals_full_joint_optimum(seed, structure, noisy, linear, m
     # Noise-free optima are 0 up to rounding: then compare on the chi-square scale instead.
     assert fitted - optimum <= 1e-6 * max(optimum, 1.0)
     assert result.loss_history[-1] == pytest.approx(fitted, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), structure=st.sampled_from(["tree", "cycle", "triples"]))
+def test_tree_oracle_matches_the_dense_joint(seed, structure):
+    # The optimiser's view of the model (flat group marginals from the calibrated junction
+    # tree) equals brute-force marginalisation of exp(sum of potentials) over the full joint.
+    from dpcore.inference.oracle import DenseOracle, TreeOracle
+
+    domain, measurements, total = make_problem(seed, structure, True, True)
+    problem = Problem(domain, measurements, total)
+    theta = np.random.default_rng(seed).normal(0, 3, problem.clique_offsets[-1])
+    _, tree_marginals = TreeOracle(problem)(theta)
+    _, dense_marginals = DenseOracle(problem)(theta)
+    np.testing.assert_allclose(tree_marginals, dense_marginals, rtol=1e-10, atol=1e-13)
+    loss_tree, grad_tree = problem.loss_and_gradient(tree_marginals)
+    assert loss_tree == pytest.approx(sum(
+        m.loss_and_gradient(v)[0] for m, v in zip(measurements, _per_measurement(
+            problem, dense_marginals))), rel=1e-9)
+
+
+def _per_measurement(problem, flat):
+    """Each measurement's marginal (counts, its own axis order) from flat group marginals."""
+    out = []
+    order = problem.domain.attrs
+    for m in problem.measurements:
+        group = tuple(sorted(m.attrs, key=order.index))
+        g = problem.groups.index(group)
+        block = flat[problem.group_offsets[g]:problem.group_offsets[g + 1]]
+        block = block.reshape(problem.group_shapes[g]).transpose([group.index(a) for a in m.attrs])
+        out.append(block.ravel() * problem.total)
+    return out

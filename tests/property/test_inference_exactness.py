@@ -66,7 +66,7 @@ def make_problem(seed, structure, noisy, linear):
     return domain, measurements, float(len(records))
 
 
-@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), structure=st.sampled_from(["tree", "cycle", "triples"]),
        noisy=st.booleans(), linear=st.booleans(),
        method=st.sampled_from(["mirror_descent", "accelerated"]))

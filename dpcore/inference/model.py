@@ -81,10 +81,13 @@ class GraphicalModel:
         for a in attrs:
             if a not in self.domain:
                 raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
-        factor = self.calibrated.project(attrs) * self.total
+        from dpcore.factor import Factor
+
+        factor = self.calibrated.project(attrs)
         if tuple(factor.attributes) != attrs:
             factor = factor.transpose(attrs)
-        return factor
+        # Scale in place of Factor arithmetic: AIM calls this for every candidate every round.
+        return Factor(factor.domain, factor.values * self.total)
 
     def synthetic_data(self, rows: int | None = None, method: str = "round", seed=None):
         """A synthetic Dataset of ``rows`` records (default: the total, rounded).

@@ -219,6 +219,7 @@ struct Member {
   std::uint32_t last_size = 1;
   std::uint64_t cells = 1;
   std::uint32_t lanes = 1;
+  bool empty_subset = false;  // the total: not counted by any group
   std::uint64_t storage() const { return cells * lanes; }
 };
 
@@ -367,7 +368,7 @@ void count_planned(const Plan& plan, const Code* compact, std::int64_t n_rows,
                                          tables.data(), prefix);
   });
   for (std::size_t m = 0; m < n_subsets; ++m) {
-    if (plan.members[m].cells == 0 || outputs[m] == nullptr) continue;
+    if (plan.members[m].empty_subset) continue;  // its total is set by the caller
     std::vector<const Count*> parts;
     for (const auto& p : partial) parts.push_back(p.data() + offset[m]);
     reduce_member<Count>(plan.members[m], parts, outputs[m]);
@@ -412,6 +413,7 @@ Plan make_plan(const std::vector<std::int64_t>& sizes, const std::vector<std::ve
     Member& mem = plan.members[k];
     mem.cells = table_cells(sizes, subset);
     if (subset.empty()) {
+      mem.empty_subset = true;
       plan.empty_subsets.push_back(k);
       continue;
     }

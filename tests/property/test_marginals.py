@@ -88,11 +88,14 @@ def test_large_input_takes_the_parallel_paths():
     rng = np.random.default_rng(5)
     sizes = [3, 7, 2, 50, 4]
     codes = np.stack([rng.integers(0, s, 400_000) for s in sizes], axis=1).astype(np.int32)
-    few = [[3, 1]]
+    few = [[3, 1], []]  # the empty subset (the total) must survive the row split
     many = [[a, b] for a in range(5) for b in range(5) if a != b]
     for subsets in (few, many):
         tables = _core.count_marginals(codes, sizes, subsets, threads=2)
         for subset, table in zip(subsets, tables):
+            if not subset:
+                assert float(table) == len(codes)
+                continue
             flat = np.ravel_multi_index(tuple(codes[:, a] for a in subset),
                                         [sizes[a] for a in subset])
             want = np.bincount(flat, minlength=table.size).reshape(table.shape)

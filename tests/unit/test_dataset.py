@@ -150,3 +150,12 @@ def test_core_rejects_bad_inputs_with_typed_errors():
     for call, error in cases:
         with pytest.raises(error):
             call()
+
+
+def test_non_native_byte_order_and_views_are_counted_correctly():
+    swapped = RECORDS.astype(RECORDS.dtype.newbyteorder(">" if np.little_endian else "<"))
+    ds = Dataset(swapped, DOMAIN)
+    np.testing.assert_array_equal(ds.project(("a", "c")).values,
+                                  Dataset(RECORDS, DOMAIN).project(("a", "c")).values)
+    view = np.repeat(RECORDS, 2, axis=0)[::2]  # a strided view, read in place
+    np.testing.assert_array_equal(Dataset(view, DOMAIN).project("b").values, [1, 2, 1])

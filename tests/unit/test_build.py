@@ -60,3 +60,18 @@ def test_every_binding_file_is_named_after_a_header():
     for binding in sorted((ROOT / "csrc/python").glob("bind_*.cpp")):
         stem = binding.stem[len("bind_"):]
         assert (ROOT / "csrc/include/dpcore" / (stem + ".hpp")).exists(), binding.name
+
+
+def test_core_stub_lists_exactly_the_extension_names():
+    """dpcore/_core.pyi declares every public name of dpcore._core (and no other)."""
+    from dpcore import _core
+
+    tree = ast.parse((ROOT / "dpcore/_core.pyi").read_text())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign)}
+    assert declared == {n for n in dir(_core) if not n.startswith("_")}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        methods = {f.name for f in cls.body
+                   if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
+        public = {n for n in dir(getattr(_core, cls.name)) if not n.startswith("_")}
+        assert methods == public, cls.name

@@ -1,12 +1,14 @@
 """Benchmark dpcore.inference against mbi (the reference Private-PGM) on Adult clique sets.
 
-  python bench/inference.py [--iters 500] [--sets mst,aim-small,aim-large] [--sigma 20]
+  python bench/inference.py [--iters 1000] [--sets mst,aim-small,aim-large] [--sigma 20]
+                            [--impls mirror_descent,accelerated,mbi64,mbi32] [--report-only]
 
 For each clique set (all 1-way marginals plus 2-/3-way cliques like those AIM selects, under a
 junction-tree size cap) it measures the true Adult marginals with Gaussian noise (fixed seed),
 writes the measurement set to a problem file, and fits it in separate subprocesses with
 dpcore (mirror descent and accelerated) and with mbi 2.0 (bench/.venv-mbi; mbi is never a
-dependency of dpcore). Every side reports wall time per iteration after setup, the loss
+dependency of dpcore). Each run's JSON is kept in bench/work/inference/ (ignored by git), so
+sets can be run separately and the report rebuilt with --report-only. Every side reports wall time per iteration after setup, the loss
 trajectory (one formula for all: sum ||mu - y||^2 / sigma^2 from each side's own marginals),
 and peak RSS. Results go to bench/results/inference.md.
 """
@@ -19,7 +21,6 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -173,7 +174,10 @@ def time_to(trace, target):
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--iters", type=int, default=500)
+    parser.add_argument("--iters", type=int, default=1000)
+    parser.add_argument("--impls", default="mirror_descent,accelerated,mbi64,mbi32")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--workdir", default=os.path.join(HERE, "work", "inference"))
     parser.add_argument("--sets", default="mst,aim-small,aim-large")
     parser.add_argument("--sigma", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -187,42 +191,54 @@ def main() -> int:
     sys.path.insert(0, ROOT)
     if not os.path.exists(MBI_PYTHON):
         raise SystemExit("bench/.venv-mbi missing: run bench/setup_reference.sh")
-    config, records = load_adult()
-    sets = clique_sets(config, records, args.seed)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.sets.split(","):
-            cliques = sets[name]
-            problem = os.path.join(tmp, f"{name}.npz")
-            write_problem(problem, config, records, cliques, args.sigma, args.seed)
-            results = []
-            for method in ("mirror_descent", "accelerated"):
-                out = os.path.join(tmp, f"{name}-{method}.json")
-                run([sys.executable, __file__, "--worker", problem, out, str(args.iters), method])
-                results.append(json.load(open(out)))
-            for x64 in (True, False):
-                out = os.path.join(tmp, f"{name}-mbi{x64}.json")
-                cmd = [MBI_PYTHON, os.path.join(HERE, "inference_mbi.py"), problem, out,
-                       "--iters", str(args.iters)] + (["--x64"] if x64 else [])
+    os.makedirs(args.workdir, exist_ok=True)
+    names = args.sets.split(",")
+    if not args.report_only:
+        config, records = load_adult()
+        sets = clique_sets(config, records, args.seed)
+        for name in names:
+            problem = os.path.join(args.workdir, f"{name}.npz")
+            write_problem(problem, config, records, sets[name], args.sigma, args.seed)
+            with open(os.path.join(args.workdir, f"{name}.cliques.json"), "w") as fh:
+                json.dump(sets[name], fh)
+            for impl in args.impls.split(","):
+                out = os.path.join(args.workdir, f"{name}-{impl}.json")
+                if impl.startswith("mbi"):
+                    cmd = [MBI_PYTHON, os.path.join(HERE, "inference_mbi.py"), problem, out,
+                           "--iters", str(args.iters)] + (["--x64"] if impl == "mbi64" else [])
+                else:
+                    cmd = [sys.executable, __file__, "--worker", problem, out, str(args.iters), impl]
                 run(cmd)
-                r = json.load(open(out))
-                r["impl"] = "mbi 2.0 " + ("float64" if x64 else "float32")
+                print(name, impl, "done", flush=True)
+    rows = []
+    for name in names:
+        results = []
+        for impl in ("mirror_descent", "accelerated", "mbi64", "mbi32"):
+            path = os.path.join(args.workdir, f"{name}-{impl}.json")
+            if os.path.exists(path):
+                r = json.load(open(path))
+                if impl.startswith("mbi"):
+                    r["impl"] = "mbi 2.0 " + ("float64" if impl == "mbi64" else "float32")
                 results.append(r)
-            best = min(min(x[2] for x in r["trace"]) for r in results if r["trace"])
-            target = best * (1 + 1e-3)
-            for r in results:
-                r["to_target"] = time_to(r["trace"], target)
-            rows.append((name, len(cliques), results[0]["size_mb"], results))
-            print(name, [(r["impl"], round(r["ms_per_iter"], 3), r["final_loss"]) for r in results],
-                  flush=True)
+        if not results:
+            continue
+        best = min(min(x[2] for x in r["trace"]) for r in results if r["trace"])
+        mbi = next((r for r in results if r["impl"] == "mbi 2.0 float64"), None)
+        for r in results:
+            r["to_target"] = time_to(r["trace"], best * (1 + 1e-3))
+            r["to_mbi"] = (time_to(r["trace"], mbi["trace"][-1][2]) if mbi
+                           else (None,) * 3)
+        cliques = json.load(open(os.path.join(args.workdir, f"{name}.cliques.json")))
+        size = next((r["size_mb"] for r in results if "size_mb" in r), float("nan"))
+        rows.append((name, len(cliques), size, results))
     write_report(args, rows)
     return 0
 
 
 def write_report(args, rows):
     lines = ["# dpcore.inference vs mbi (reference Private-PGM) on Adult", "",
-             f"Generated by `python bench/inference.py --iters {args.iters} --sigma {args.sigma} "
-             f"--seed {args.seed}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+             f"Generated by `python bench/inference.py --sigma {args.sigma} --seed {args.seed}` "
+             f"(per-set --iters as in the table) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
              f"{os.cpu_count()} cores. Same noisy measurements (all 1-way + the clique set, "
              f"sigma={args.sigma}) for every column. Loss = sum ||mu - y||^2 / sigma^2 from each "
              "side's own marginals. ms/iter excludes setup (our tree build; mbi's JIT compile); "
@@ -231,18 +247,21 @@ def write_report(args, rows):
              "(mbi reports every 50 iterations). RSS delta: peak RSS minus RSS after "
              "imports and loading the problem.", "",
              "| clique set | cliques | JT MB | implementation | ms/iter (wall) | CPU ms/iter | "
-             f"calibrations/iter | loss after {args.iters} it | iters to target | "
-             "CPU s to target | setup s | peak RSS MB | RSS delta MB |",
+             "calibrations/iter | final loss (iters) | iters (CPU s) to mbi64's last "
+             "loss | iters (CPU s) to target | setup s | peak RSS MB | RSS delta MB |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, count, size, results in rows:
         for r in results:
-            t, it, cpu = r["to_target"]
             setup = r.get("setup_s", r.get("compile_s"))
+
+            def hit(x):
+                return "-" if x[1] is None else f"{x[1]} ({x[2]:.2f})"
+
             lines.append(
                 f"| {name} | {count} | {size:.2f} | {r['impl']} | {r['ms_per_iter']:.2f} | "
                 f"{r['cpu_ms_per_iter']:.2f} | {r['calibrations_per_iter']:.2f} | "
-                f"{r['final_loss']:.6g} | {'-' if it is None else it} | "
-                f"{'-' if cpu is None else f'{cpu:.2f}'} | {setup:.2f} | "
+                f"{r['final_loss']:.6g} ({r['iters']}) | {hit(r['to_mbi'])} | {hit(r['to_target'])} | "
+                f"{setup:.2f} | "
                 f"{r['peak_rss_mb']:.0f} | {r['peak_rss_mb'] - r['base_rss_mb']:.0f} |")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     tmp = args.out + ".tmp"

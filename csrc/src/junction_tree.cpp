@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "dpcore/errors.hpp"
 
@@ -392,6 +394,76 @@ CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
     throw InvalidArgument("calibrated tree needs one separator marginal per clique");
 }
 
+namespace {
+
+// out[keep] = Σ over the other attributes of Π parts, swept over the union of the parts'
+// attributes with one odometer (largest part first, so its reads are contiguous).
+void contract(const std::vector<const Factor*>& parts, Factor* out) {
+  std::vector<AttrId> u;
+  std::vector<std::int64_t> us;
+  for (const Factor* f : parts)
+    for (std::size_t i = 0; i < f->attrs().size(); ++i)
+      if (std::find(u.begin(), u.end(), f->attrs()[i]) == u.end()) {
+        u.push_back(f->attrs()[i]);
+        us.push_back(f->shape()[i]);
+      }
+  const std::size_t k = parts.size(), r = u.size();
+  // strides[j][axis]: stride of union axis `axis` in part j (j = k: the output).
+  std::vector<std::vector<std::int64_t>> strides(k + 1, std::vector<std::int64_t>(r, 0));
+  auto fill = [&](const Factor& f, std::vector<std::int64_t>& st) {
+    std::int64_t step = 1;
+    for (std::size_t i = f.attrs().size(); i-- > 0;) {
+      const auto axis = std::size_t(std::find(u.begin(), u.end(), f.attrs()[i]) - u.begin());
+      st[axis] = step;
+      step *= f.shape()[i];
+    }
+  };
+  for (std::size_t j = 0; j < k; ++j) fill(*parts[j], strides[j]);
+  fill(*out, strides[k]);
+  std::fill(out->values().begin(), out->values().end(), 0.0);
+  if (r == 0) {
+    double v = 1.0;
+    for (const Factor* f : parts) v *= f->data()[0];
+    out->data()[0] = v;
+    return;
+  }
+  const std::int64_t n = us[r - 1];
+  std::vector<std::int64_t> idx(r, 0), off(k + 1, 0);
+  std::vector<const double*> base(k);
+  for (std::size_t j = 0; j < k; ++j) base[j] = parts[j]->data();
+  double* dst = out->data();
+  std::vector<double> row(static_cast<std::size_t>(n));
+  for (;;) {
+    const std::int64_t s0 = strides[0][r - 1];
+    for (std::int64_t t = 0; t < n; ++t) row[std::size_t(t)] = base[0][off[0] + t * s0];
+    for (std::size_t j = 1; j < k; ++j) {
+      const std::int64_t sj = strides[j][r - 1];
+      const double* p = base[j] + off[j];
+      for (std::int64_t t = 0; t < n; ++t) row[std::size_t(t)] *= p[t * sj];
+    }
+    const std::int64_t so = strides[k][r - 1];
+    double* d = dst + off[k];
+    if (so == 0) {
+      double acc = 0.0;
+      for (std::int64_t t = 0; t < n; ++t) acc += row[std::size_t(t)];
+      *d += acc;
+    } else {
+      for (std::int64_t t = 0; t < n; ++t) d[t * so] += row[std::size_t(t)];
+    }
+    std::size_t a = r - 1;
+    for (;;) {
+      if (a == 0) return;
+      --a;
+      for (std::size_t j = 0; j <= k; ++j) off[j] += strides[j][a];
+      if (++idx[a] < us[a]) break;
+      for (std::size_t j = 0; j <= k; ++j) off[j] -= strides[j][a] * us[a];
+      idx[a] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
   const JunctionTree& t = *tree_;
   check_attr_ids(attrs, t.num_attrs(), "projected attributes");
@@ -453,37 +525,36 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
     std::vector<AttrId> local;
     for (AttrId a : belief.attrs())
       if (need[std::size_t(a)]) local.push_back(a);
-    Factor product = local.size() == belief.attrs().size() ? belief : belief.project(local);
-    if (!kids.empty()) {
-      std::vector<AttrId> u = product.attrs();
-      std::vector<std::int64_t> us = product.shape();
-      for (int x : kids)
-        for (std::size_t i = 0; i < msg[std::size_t(x)].attrs().size(); ++i) {
-          const AttrId a = msg[std::size_t(x)].attrs()[i];
-          if (std::find(u.begin(), u.end(), a) == u.end()) {
-            u.push_back(a);
-            us.push_back(msg[std::size_t(x)].shape()[i]);
-          }
-        }
-      if (u.size() != product.attrs().size()) product = product.expand(u, us);
-      for (int x : kids) {
-        product.multiply_inplace(msg[std::size_t(x)]);
-        msg[std::size_t(x)] = Factor();
-      }
+    const Factor reduced = local.size() == belief.attrs().size() ? belief : belief.project(local);
+    std::vector<const Factor*> parts{&reduced};
+    std::vector<AttrId> have(reduced.attrs());
+    for (int x : kids) {
+      parts.push_back(&msg[std::size_t(x)]);
+      for (AttrId a : msg[std::size_t(x)].attrs())
+        if (std::find(have.begin(), have.end(), a) == have.end()) have.push_back(a);
     }
+    std::vector<AttrId> keep;
     if (top) {
-      Factor out = product.project(attrs);
-      const double total = out.sum();
-      if (total > 0.0) out.multiply_scalar(1.0 / total);
-      return out;
+      keep = attrs;
+    } else {
+      keep = t.separator(c);
+      for (AttrId a : have)
+        if (wanted[std::size_t(a)] && std::find(keep.begin(), keep.end(), a) == keep.end())
+          keep.push_back(a);
     }
-    std::vector<AttrId> keep(t.separator(c));
-    for (AttrId a : product.attrs())
-      if (wanted[std::size_t(a)] && std::find(keep.begin(), keep.end(), a) == keep.end())
-        keep.push_back(a);
-    Factor m = keep.size() == product.attrs().size() && keep == product.attrs()
-                   ? std::move(product)
-                   : product.project(keep);
+    // Multiply and sum out in one sweep: the product over every attribute involved is never
+    // stored, so carrying wanted attributes through a large clique costs time, not memory.
+    Factor m(keep, t.shape_of(keep), 0.0);
+    if (parts.size() == 1)
+      m = reduced.project(keep);
+    else
+      contract(parts, &m);
+    for (int x : kids) msg[std::size_t(x)] = Factor();
+    if (top) {
+      const double total = m.sum();
+      if (total > 0.0) m.multiply_scalar(1.0 / total);
+      return m;
+    }
     Factor inv = separator_marginals_[std::size_t(c)];
     for (double& v : inv.values()) v = v > 0.0 ? 1.0 / v : 0.0;
     m.multiply_inplace(inv);
@@ -496,9 +567,24 @@ std::vector<Factor> CalibratedTree::project_many(
     const std::vector<std::vector<AttrId>>& attrs_list) const {
   for (const auto& attrs : attrs_list)
     check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
-  std::vector<Factor> out;
-  out.reserve(attrs_list.size());
-  for (const auto& attrs : attrs_list) out.push_back(project(attrs));
+  std::vector<Factor> out(attrs_list.size());
+  // Queries are independent and project() only reads the tree: split them over the cores.
+  const unsigned cores = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+  const std::size_t workers = std::min<std::size_t>(cores, attrs_list.size() / 2 + 1);
+  std::vector<std::exception_ptr> errors(workers);
+  auto run = [&](std::size_t w) {
+    try {
+      for (std::size_t i = w; i < attrs_list.size(); i += workers) out[i] = project(attrs_list[i]);
+    } catch (...) {
+      errors[w] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(run, w);
+  run(0);
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

@@ -108,7 +108,7 @@ class CalibratedTree {
   /// messages flow up the subtree carrying the wanted attributes, each clique first summing
   /// out the attributes that no neighbour and no query needs.
   Factor project(const std::vector<AttrId>& attrs) const;
-  /// project() for each attribute list.
+  /// project() for each attribute list, the queries split over up to 4 threads.
   std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list) const;
 
  private:

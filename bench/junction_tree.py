@@ -79,6 +79,8 @@ def main() -> int:
     workload = pairs + triples
     inside = [c for c in workload if tree.containing_clique(c) is not None]
     outside = [c for c in workload if tree.containing_clique(c) is None]
+    # Out-of-clique queries are slow on large trees: time an evenly spread sample of 20.
+    outside = outside[:: max(1, len(outside) // 20)]
     t_in = median_time(lambda: cal.project_many(inside), 1)
     t_out = median_time(lambda: cal.project_many(outside), 1)
     t_round = median_time(lambda: cal.sample(48842, "round", seed=1), 3)
@@ -96,7 +98,7 @@ def main() -> int:
         ("calibrate + beliefs as Factors", t_beliefs * 1e3, "ms"),
         (f"project {len(cliques)} measured cliques", t_measured * 1e3, "ms"),
         (f"project {len(inside)} in-clique 2/3-way marginals", t_in * 1e3, "ms"),
-        (f"project {len(outside)} out-of-clique 2/3-way marginals", t_out * 1e3, "ms"),
+        (f"project {len(outside)} sampled out-of-clique 2/3-way marginals", t_out * 1e3, "ms"),
         ("  per out-of-clique marginal", t_out / max(len(outside), 1) * 1e6, "us"),
         ("sample 48842 records, round", t_round * 1e3, "ms"),
         ("sample 48842 records, sample", t_sample * 1e3, "ms"),

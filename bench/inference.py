@@ -27,7 +27,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DATA = "/work/shared/data/adult"
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "adult")
 MBI_PYTHON = os.path.join(HERE, ".venv-mbi", "bin", "python")
 
 

@@ -29,7 +29,7 @@ from mechanisms.independent import independent  # noqa: E402
 from mechanisms.mst import mst  # noqa: E402
 from mechanisms.mwem import mwem  # noqa: E402
 
-DATA = Path("/work/shared/data/adult")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
 
 
 def load_adult(attrs: int | None = None):

@@ -9,7 +9,7 @@ from dpcore import Dataset, Domain
 from dpcore.errors import InvalidArgumentError
 from dpcore.inference import GraphicalModel, Measurement, estimate
 
-ADULT = "/work/shared/data/adult"
+ADULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "adult")
 
 
 def small_model(seed=0):

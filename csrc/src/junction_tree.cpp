@@ -556,7 +556,9 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       return m;
     }
     Factor inv = separator_marginals_[std::size_t(c)];
-    for (double& v : inv.values()) v = v > 0.0 ? 1.0 / v : 0.0;
+    // A separator cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf into
+    // NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an empty one.
+    for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
     m.multiply_inplace(inv);
     msg[std::size_t(c)] = std::move(m);
   }

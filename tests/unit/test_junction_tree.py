@@ -133,3 +133,19 @@ def test_bad_input_raises_typed_errors():
     big = Domain(tuple("pqrs"), (2**16,) * 4)
     with pytest.raises(TableTooLargeError):
         JunctionTree(big, [tuple("pqrs")]).calibrate([])
+
+
+def test_out_of_clique_projection_survives_subnormal_separator_mass():
+    # P(B = 1) ~ 1e-310 is subnormal: inverting it naively gives inf, and 0 * inf = NaN in
+    # the out-of-clique product. AIM's refits drive cells this far down on real data.
+    domain = Domain(["A", "B", "C"], [2, 2, 2])
+    tree = JunctionTree(domain, [("A", "B"), ("B", "C")])
+    ab = np.array([[0.0, -713.0], [0.0, -1e4]])  # A=1, B=1 underflows to exactly 0
+    bc = np.array([[0.0, 0.5], [-50.0, 0.0]])  # P(B=1, C=0) underflows to 0
+    model = tree.calibrate([Factor(domain.project(["A", "B"]), ab),
+                            Factor(domain.project(["B", "C"]), bc)])
+    got = model.project(("A", "C")).values
+    joint = np.exp(ab[:, :, None] + bc[None, :, :])
+    want = (joint / joint.sum()).sum(axis=1)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)

@@ -98,4 +98,13 @@ void check_attr_ids(const std::vector<AttrId>& ids, int num_attrs, const char* w
   }
 }
 
+std::string attrs_text(const std::vector<AttrId>& attrs) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(attrs[i]);
+  }
+  return out + ")";
+}
+
 }  // namespace dpcore

@@ -138,15 +138,6 @@ DPCORE_VECTOR_KERNEL double max_kernel(const double* __restrict p, std::int64_t 
   return m;
 }
 
-std::string attrs_text(const std::vector<AttrId>& attrs) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < attrs.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(attrs[i]);
-  }
-  return out + ")";
-}
-
 void check_distinct(const std::vector<AttrId>& attrs, const char* what) {
   for (std::size_t i = 0; i < attrs.size(); ++i)
     for (std::size_t j = i + 1; j < attrs.size(); ++j)

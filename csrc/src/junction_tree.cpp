@@ -79,15 +79,6 @@ double sum_cells(const std::vector<std::int64_t>& shape,
   return total;
 }
 
-std::string attrs_text(const std::vector<AttrId>& attrs) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < attrs.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(attrs[i]);
-  }
-  return out + ")";
-}
-
 }  // namespace
 
 std::vector<std::vector<AttrId>> triangulate(const std::vector<std::int64_t>& shape,

@@ -62,4 +62,7 @@ class Domain {
 /// `what` otherwise.
 void check_attr_ids(const std::vector<AttrId>& ids, int num_attrs, const char* what);
 
+/// Attribute ids as "(0, 3, 5)", for error messages.
+std::string attrs_text(const std::vector<AttrId>& attrs);
+
 }  // namespace dpcore

@@ -10,12 +10,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT / "dpcore" / "data" / "adult"
+import dpcore as dpcore_package
+
+# The subprocesses import the same dpcore this test imported: the installed package in CI,
+# the source tree (with its in-place extension) in development.
+PACKAGE_PARENT = Path(dpcore_package.__file__).resolve().parents[1]
+ADULT = PACKAGE_PARENT / "dpcore" / "data" / "adult"
 
 
 def dpcore(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT), MPLBACKEND="Agg")
     return subprocess.run([sys.executable, "-m", "dpcore.cli", *map(str, args)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=900)
 

@@ -27,7 +27,7 @@ from dpcore.inference import Measurement, estimate
 from dpcore.junction_tree import JunctionTree
 
 from .aim_bounds import RoundSummary, confidence_bounds
-from .result import MechanismResult, RoundRecord, Timer
+from .result import MechanismResult, RoundRecord, Timer, synthesize
 from .workload import candidate_weights, downward_closure, make_workload
 
 _COST = ZCDPAccountant()
@@ -145,8 +145,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     retired = curator.retire("AIM final-round calibration residue")
 
     start = time.perf_counter()
-    rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(model.total)))
-    synthetic = model.synthetic_data(rows, method=sample_method, seed=seed)
+    synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     timer.add("generate", time.perf_counter() - start)
 
     start = time.perf_counter()

@@ -13,7 +13,7 @@ from dpcore.accounting.calibration import gaussian_sigma
 from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, independent_model
 
-from .result import MechanismResult, RoundRecord, Timer
+from .result import MechanismResult, RoundRecord, Timer, synthesize
 
 
 def independent(curator, *, synthetic_rows: int | None = None, sample_method: str = "round", seed=None,
@@ -44,8 +44,7 @@ def independent(curator, *, synthetic_rows: int | None = None, sample_method: st
     model = independent_model(domain, measurements)
     timer.add("estimate", time.perf_counter() - start)
     start = time.perf_counter()
-    rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(model.total)))
-    synthetic = model.synthetic_data(rows, method=sample_method, seed=seed)
+    synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     timer.add("generate", time.perf_counter() - start)
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"retired_rho": retired})

@@ -35,7 +35,7 @@ from dpcore.accounting.calibration import exponential_epsilon, gaussian_sigma, n
 from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, estimate, independent_model
 
-from .result import MechanismResult, RoundRecord, Timer
+from .result import MechanismResult, RoundRecord, Timer, synthesize
 
 _COST = ZCDPAccountant()
 _MAX_CELLS = 10 ** 6          # Alg. 5 step 5
@@ -124,8 +124,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = False, cali
     model = estimate(view.domain, ones + pairs, **options).model
     timer.add("estimate", time.perf_counter() - start)
     start = time.perf_counter()
-    rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(model.total)))
-    synthetic = model.synthetic_data(rows, method=sample_method, seed=seed)
+    synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     if mapping is not None:
         synthetic = _decompress(synthetic, domain, mapping, seed)
     timer.add("generate", time.perf_counter() - start)

@@ -27,7 +27,7 @@ from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, estimate
 from dpcore.junction_tree import JunctionTree
 
-from .result import MechanismResult, RoundRecord, Timer
+from .result import MechanismResult, RoundRecord, Timer, synthesize
 from .workload import make_workload
 
 
@@ -92,8 +92,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
             callback(record)
     retired = curator.retire("MWEM+PGM calibration residue")
     start = time.perf_counter()
-    rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(model.total)))
-    synthetic = model.synthetic_data(rows, method=sample_method, seed=seed)
+    synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     timer.add("generate", time.perf_counter() - start)
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"workload": work, "retired_rho": retired})

@@ -63,3 +63,13 @@ class Timer:
 
 
 ProgressCallback = Callable[[RoundRecord], None]
+
+
+def synthesize(model, rows: int | None, method: str, seed) -> Any:
+    """Sample the synthetic dataset: ``rows`` records, or the model's noisy total when None.
+
+    Post-processing of the fitted model: it reads no data and costs no budget.
+    """
+    if rows is None:
+        rows = max(1, int(round(model.total)))
+    return model.synthetic_data(rows, method=method, seed=seed)

@@ -109,8 +109,9 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         used_after = rho - remaining + _round_cost(epsilon, sigma)  # line 12: counts this round
         limit = float(used_after / rho) * max_model_size
         tree = JunctionTree(domain, [m.attrs for m in measurements])
-        pool = [r for r in candidates if tree.hypothetical_size_mb([r]) <= limit]
-        references = [model.project(r).datavector() for r in pool]
+        pool = [r for r, mb in zip(candidates, tree.hypothetical_sizes_mb(candidates))
+                if mb <= limit]
+        references = [f.datavector() for f in model.project_many(pool)]
         w = np.array([weights[r] for r in pool])
         penalty = np.array([_EXPECTED_ABS * sigma * sizes[r] for r in pool])
         before = curator.privacy_filter.spent

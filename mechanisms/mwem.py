@@ -64,10 +64,11 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
         pool = cliques
         if max_model_size is not None:
             tree = JunctionTree(domain, [m.attrs for m in measurements])
-            pool = [r for r in cliques if tree.hypothetical_size_mb([r]) <= max_model_size]
+            pool = [r for r, mb in zip(cliques, tree.hypothetical_sizes_mb(cliques))
+                    if mb <= max_model_size]
             pool = pool or [min(cliques, key=lambda r: sizes[r])]
         if model is not None:
-            refs = [model.project(r).datavector() for r in pool]
+            refs = [f.datavector() for f in model.project_many(pool)]
         elif total is not None:
             refs = [np.full(sizes[r], float(total) / sizes[r]) for r in pool]
         else:

@@ -388,7 +388,9 @@ CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
 namespace {
 
 // out[keep] = Σ over the other attributes of Π parts, swept over the union of the parts'
-// attributes with one odometer (largest part first, so its reads are contiguous).
+// attributes with one odometer, so the product over the union is never stored. The two
+// largest axes are innermost and swept as a block: the odometer's bookkeeping is paid once
+// per block, not per cell, whatever the order of the parts' own axes.
 void contract(const std::vector<const Factor*>& parts, Factor* out) {
   std::vector<AttrId> u;
   std::vector<std::int64_t> us;
@@ -398,59 +400,171 @@ void contract(const std::vector<const Factor*>& parts, Factor* out) {
         u.push_back(f->attrs()[i]);
         us.push_back(f->shape()[i]);
       }
-  const std::size_t k = parts.size(), r = u.size();
-  // strides[j][axis]: stride of union axis `axis` in part j (j = k: the output).
-  std::vector<std::vector<std::int64_t>> strides(k + 1, std::vector<std::int64_t>(r, 0));
-  auto fill = [&](const Factor& f, std::vector<std::int64_t>& st) {
-    std::int64_t step = 1;
-    for (std::size_t i = f.attrs().size(); i-- > 0;) {
-      const auto axis = std::size_t(std::find(u.begin(), u.end(), f.attrs()[i]) - u.begin());
-      st[axis] = step;
-      step *= f.shape()[i];
-    }
-  };
-  for (std::size_t j = 0; j < k; ++j) fill(*parts[j], strides[j]);
-  fill(*out, strides[k]);
   std::fill(out->values().begin(), out->values().end(), 0.0);
-  if (r == 0) {
+  const std::size_t k = parts.size();
+  if (u.empty()) {
     double v = 1.0;
     for (const Factor* f : parts) v *= f->data()[0];
     out->data()[0] = v;
     return;
   }
-  const std::int64_t n = us[r - 1];
+  // Axes by extent, largest last (stable: ties keep the parts' order).
+  std::vector<std::size_t> perm(u.size());
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](std::size_t a, std::size_t b) { return us[a] < us[b]; });
+  std::vector<AttrId> axes;
+  std::vector<std::int64_t> extent;
+  for (std::size_t i : perm) {
+    axes.push_back(u[i]);
+    extent.push_back(us[i]);
+  }
+  if (axes.size() == 1) {  // a second, unit axis so the block is always two-dimensional
+    axes.insert(axes.begin(), -1);
+    extent.insert(extent.begin(), 1);
+  }
+  const std::size_t r = axes.size();
+  // strides[j][axis]: stride of union axis `axis` in part j (j = k: the output).
+  std::vector<std::vector<std::int64_t>> strides(k + 1, std::vector<std::int64_t>(r, 0));
+  auto fill = [&](const Factor& f, std::vector<std::int64_t>& st) {
+    std::int64_t step = 1;
+    for (std::size_t i = f.attrs().size(); i-- > 0;) {
+      st[std::size_t(std::find(axes.begin(), axes.end(), f.attrs()[i]) - axes.begin())] = step;
+      step *= f.shape()[i];
+    }
+  };
+  for (std::size_t j = 0; j < k; ++j) fill(*parts[j], strides[j]);
+  fill(*out, strides[k]);
+  const std::int64_t n0 = extent[r - 1], n1 = extent[r - 2];
   std::vector<std::int64_t> idx(r, 0), off(k + 1, 0);
-  std::vector<const double*> base(k);
-  for (std::size_t j = 0; j < k; ++j) base[j] = parts[j]->data();
   double* dst = out->data();
-  std::vector<double> row(static_cast<std::size_t>(n));
+  std::vector<double> row(static_cast<std::size_t>(n0));
+  double* rw = row.data();
   for (;;) {
-    const std::int64_t s0 = strides[0][r - 1];
-    for (std::int64_t t = 0; t < n; ++t) row[std::size_t(t)] = base[0][off[0] + t * s0];
-    for (std::size_t j = 1; j < k; ++j) {
-      const std::int64_t sj = strides[j][r - 1];
-      const double* p = base[j] + off[j];
-      for (std::int64_t t = 0; t < n; ++t) row[std::size_t(t)] *= p[t * sj];
+    for (std::int64_t i1 = 0; i1 < n1; ++i1) {
+      {
+        const std::int64_t s = strides[0][r - 1];
+        const double* p = parts[0]->data() + off[0] + i1 * strides[0][r - 2];
+        if (s == 1) {
+          for (std::int64_t t = 0; t < n0; ++t) rw[t] = p[t];
+        } else {
+          for (std::int64_t t = 0; t < n0; ++t) rw[t] = p[t * s];
+        }
+      }
+      for (std::size_t j = 1; j < k; ++j) {
+        const std::int64_t s = strides[j][r - 1];
+        const double* p = parts[j]->data() + off[j] + i1 * strides[j][r - 2];
+        if (s == 0) {
+          const double v = *p;
+          for (std::int64_t t = 0; t < n0; ++t) rw[t] *= v;
+        } else if (s == 1) {
+          for (std::int64_t t = 0; t < n0; ++t) rw[t] *= p[t];
+        } else {
+          for (std::int64_t t = 0; t < n0; ++t) rw[t] *= p[t * s];
+        }
+      }
+      const std::int64_t so = strides[k][r - 1];
+      double* d = dst + off[k] + i1 * strides[k][r - 2];
+      if (so == 0) {
+        double acc = 0.0;
+        for (std::int64_t t = 0; t < n0; ++t) acc += rw[t];
+        *d += acc;
+      } else {
+        for (std::int64_t t = 0; t < n0; ++t) d[t * so] += rw[t];
+      }
     }
-    const std::int64_t so = strides[k][r - 1];
-    double* d = dst + off[k];
-    if (so == 0) {
-      double acc = 0.0;
-      for (std::int64_t t = 0; t < n; ++t) acc += row[std::size_t(t)];
-      *d += acc;
-    } else {
-      for (std::int64_t t = 0; t < n; ++t) d[t * so] += row[std::size_t(t)];
-    }
-    std::size_t a = r - 1;
+    std::size_t a = r - 2;
     for (;;) {
       if (a == 0) return;
       --a;
       for (std::size_t j = 0; j <= k; ++j) off[j] += strides[j][a];
-      if (++idx[a] < us[a]) break;
-      for (std::size_t j = 0; j <= k; ++j) off[j] -= strides[j][a] * us[a];
+      if (++idx[a] < extent[a]) break;
+      for (std::size_t j = 0; j <= k; ++j) off[j] -= strides[j][a] * extent[a];
       idx[a] = 0;
     }
   }
+}
+
+using AttrSet = std::vector<AttrId>;
+
+bool has(const AttrSet& set, AttrId a) { return std::find(set.begin(), set.end(), a) != set.end(); }
+
+void insert(AttrSet* set, AttrId a) {
+  if (!has(*set, a)) set->push_back(a);
+}
+
+double cells_of(const AttrSet& set, const std::vector<std::int64_t>& shape) {
+  double cells = 1.0;
+  for (AttrId a : set) cells *= double(shape[std::size_t(a)]);
+  return cells;
+}
+
+// One pairwise contraction: parts x and y (x < y) are replaced, at x, by their product summed
+// down to `kept`.
+struct Step {
+  std::size_t x, y;
+  AttrSet kept;
+};
+
+// Greedy order for Σ_{not keep} Π parts by pairwise contraction: next, the pair that minimises
+// the cells swept (their union) plus the cells of the result, which keeps only the attributes
+// that `keep` or another part still needs. Sweeping all parts at once would visit every cell
+// of the union of all their attributes, the clique times every attribute carried through it:
+// orders of magnitude more. Returns the cells swept in all (the final sum-out included).
+double plan_contraction(std::vector<AttrSet> parts, const AttrSet& keep,
+                        const std::vector<std::int64_t>& shape, std::vector<Step>* steps) {
+  double cost = 0.0;
+  auto kept_of = [&](std::size_t x, std::size_t y) {
+    AttrSet kept;
+    for (std::size_t side : {x, y})
+      for (AttrId a : parts[side]) {
+        bool needed = has(keep, a);
+        for (std::size_t j = 0; j < parts.size() && !needed; ++j)
+          needed = j != x && j != y && has(parts[j], a);
+        if (needed) insert(&kept, a);
+      }
+    return kept;
+  };
+  while (parts.size() > 1) {
+    Step best{0, 1, {}};
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (std::size_t x = 0; x < parts.size(); ++x)
+      for (std::size_t y = x + 1; y < parts.size(); ++y) {
+        AttrSet both = parts[x];
+        for (AttrId a : parts[y]) insert(&both, a);
+        AttrSet kept = kept_of(x, y);
+        const double c = cells_of(both, shape) + cells_of(kept, shape);
+        if (c < best_cost) {
+          best_cost = c;
+          best = Step{x, y, std::move(kept)};
+        }
+      }
+    cost += best_cost;
+    parts[best.x] = best.kept;
+    parts.erase(parts.begin() + std::ptrdiff_t(best.y));
+    if (steps) steps->push_back(std::move(best));
+  }
+  return cost + cells_of(parts[0], shape);
+}
+
+// Σ_{not keep} Π parts, contracted in plan_contraction's order; the result is over `keep`.
+Factor contract_all(std::vector<const Factor*> parts, const AttrSet& keep,
+                    const std::vector<std::int64_t>& shape) {
+  std::vector<AttrSet> sets;
+  for (const Factor* f : parts) sets.push_back(f->attrs());
+  std::vector<Step> steps;
+  plan_contraction(sets, keep, shape, &steps);
+  std::vector<Factor> owned;
+  owned.reserve(steps.size());  // no reallocation: parts point into it
+  for (const Step& st : steps) {
+    std::vector<std::int64_t> kept_shape;
+    for (AttrId a : st.kept) kept_shape.push_back(shape[std::size_t(a)]);
+    owned.emplace_back(st.kept, kept_shape, 0.0);
+    contract({parts[st.x], parts[st.y]}, &owned.back());
+    parts[st.x] = &owned.back();
+    parts.erase(parts.begin() + std::ptrdiff_t(st.y));
+  }
+  return parts[0]->project(keep);
 }
 
 }  // namespace
@@ -463,8 +577,6 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
   // Smallest subtree covering attrs: prune leaves whose wanted attributes all lie in their
   // neighbour (by the running-intersection property, exactly the leaves that are not needed).
   const std::size_t k = t.cliques().size();
-  std::vector<char> wanted(std::size_t(t.num_attrs()), 0);
-  for (AttrId a : attrs) wanted[std::size_t(a)] = 1;
   std::vector<std::vector<int>> nbrs(k);
   for (const auto& e : t.edges()) {
     nbrs[std::size_t(e.first)].push_back(e.second);
@@ -483,7 +595,7 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
         if (alive[std::size_t(x)]) nb = x;
       bool needed = false;
       for (AttrId a : t.cliques()[c])
-        if (wanted[std::size_t(a)] && (nb < 0 || !t.in_clique(nb, a))) needed = true;
+        if (has(attrs, a) && (nb < 0 || !t.in_clique(nb, a))) needed = true;
       if (needed) continue;
       alive[c] = 0;
       --left;
@@ -491,62 +603,105 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       changed = true;
     }
   }
-  // Messages up the subtree, children first. A clique's message to its parent is over its
-  // separator plus the wanted attributes found at or below it; dividing by the separator
-  // marginal turns the clique's belief into the conditional the subtree joint needs.
-  std::vector<Factor> msg(k);
-  std::vector<int> kids;
-  for (std::size_t idx = t.order().size(); idx-- > 0;) {
-    const int c = t.order()[idx];
-    if (!alive[std::size_t(c)]) continue;
-    const int p = t.parent(c);
-    const bool top = p < 0 || !alive[std::size_t(p)];
-    kids.clear();
+  for (auto& list : nbrs)
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](int x) { return !alive[std::size_t(x)]; }),
+               list.end());
+
+  // Messages flow to a root: each clique sends the marginal of its separator plus the wanted
+  // attributes at or below it, times the inverse separator marginal (the subtree's joint is
+  // the root's belief times every other belief over its separator marginal). Wanted
+  // attributes away from the root are carried in every message on their way to it, which
+  // multiplies those tables by their sizes, so every alive clique is costed as the root
+  // (cells swept by the planned contractions) and the cheapest wins.
+  std::vector<int> order;      // from the root, parents first
+  std::vector<int> up(k, -1);  // neighbour towards the root
+  auto root_at = [&](int root) {
+    order.assign(1, root);
+    up[std::size_t(root)] = -1;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (int x : nbrs[std::size_t(order[i])])
+        if (x != up[std::size_t(order[i])]) {
+          up[std::size_t(x)] = order[i];
+          order.push_back(x);
+        }
+  };
+  auto separator = [&](int c) -> const AttrSet& {
+    return t.parent(c) == up[std::size_t(c)] ? t.separator(c) : t.separator(up[std::size_t(c)]);
+  };
+  // For clique c, given its children's message attributes: the attributes its reduced belief
+  // keeps and the attributes of what it sends up (the query itself at the root).
+  auto plan_clique = [&](int c, const std::vector<AttrSet>& kids, AttrSet* local,
+                         AttrSet* keep) {
+    const bool top = up[std::size_t(c)] < 0;
+    AttrSet need = top ? AttrSet() : separator(c);
+    for (const AttrSet& m : kids)
+      for (AttrId a : m) insert(&need, a);
+    local->clear();
+    for (AttrId a : t.cliques()[std::size_t(c)])
+      if (has(need, a) || has(attrs, a)) local->push_back(a);
+    if (top) {
+      *keep = attrs;
+      return;
+    }
+    *keep = separator(c);
+    for (AttrId a : attrs)
+      if (has(*local, a) || has(need, a)) insert(keep, a);
+  };
+  auto kid_sets = [&](int c, const std::vector<AttrSet>& sent) {
+    std::vector<AttrSet> kids;
     for (int x : nbrs[std::size_t(c)])
-      if (alive[std::size_t(x)] && x != p) kids.push_back(x);
+      if (x != up[std::size_t(c)]) kids.push_back(sent[std::size_t(x)]);
+    return kids;
+  };
+  std::vector<AttrSet> sent(k);
+  int root = -1;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < k; ++r) {
+    if (!alive[r]) continue;
+    root_at(int(r));
+    double cost = 0.0;
+    for (std::size_t i = order.size(); i-- > 0;) {
+      const int c = order[i];
+      std::vector<AttrSet> parts = kid_sets(c, sent);
+      AttrSet local;
+      plan_clique(c, parts, &local, &sent[std::size_t(c)]);
+      parts.insert(parts.begin(), local);
+      cost += double(beliefs_[std::size_t(c)].size()) +
+              plan_contraction(std::move(parts), sent[std::size_t(c)], t.shape(), nullptr);
+    }
+    if (cost < best) {
+      best = cost;
+      root = int(r);
+    }
+  }
+  root_at(root);
+  std::vector<Factor> msg(k);
+  for (std::size_t i = order.size(); i-- > 0;) {
+    const int c = order[i];
+    std::vector<const Factor*> parts;
+    std::vector<AttrSet> kids;
+    for (int x : nbrs[std::size_t(c)])
+      if (x != up[std::size_t(c)]) {
+        parts.push_back(&msg[std::size_t(x)]);
+        kids.push_back(msg[std::size_t(x)].attrs());
+      }
+    AttrSet local, keep;
+    plan_clique(c, kids, &local, &keep);
     const Factor& belief = beliefs_[std::size_t(c)];
-    // Attributes this clique must keep: its separator, what its children's messages share
-    // with it, and the wanted ones.
-    std::vector<char> need(std::size_t(t.num_attrs()), 0);
-    if (!top)
-      for (AttrId a : t.separator(c)) need[std::size_t(a)] = 1;
-    for (int x : kids)
-      for (AttrId a : msg[std::size_t(x)].attrs()) need[std::size_t(a)] = 1;
-    for (AttrId a : attrs) need[std::size_t(a)] = 1;
-    std::vector<AttrId> local;
-    for (AttrId a : belief.attrs())
-      if (need[std::size_t(a)]) local.push_back(a);
     const Factor reduced = local.size() == belief.attrs().size() ? belief : belief.project(local);
-    std::vector<const Factor*> parts{&reduced};
-    std::vector<AttrId> have(reduced.attrs());
-    for (int x : kids) {
-      parts.push_back(&msg[std::size_t(x)]);
-      for (AttrId a : msg[std::size_t(x)].attrs())
-        if (std::find(have.begin(), have.end(), a) == have.end()) have.push_back(a);
-    }
-    std::vector<AttrId> keep;
-    if (top) {
-      keep = attrs;
-    } else {
-      keep = t.separator(c);
-      for (AttrId a : have)
-        if (wanted[std::size_t(a)] && std::find(keep.begin(), keep.end(), a) == keep.end())
-          keep.push_back(a);
-    }
-    // Multiply and sum out in one sweep: the product over every attribute involved is never
-    // stored, so carrying wanted attributes through a large clique costs time, not memory.
-    Factor m(keep, t.shape_of(keep), 0.0);
-    if (parts.size() == 1)
-      m = reduced.project(keep);
-    else
-      contract(parts, &m);
-    for (int x : kids) msg[std::size_t(x)] = Factor();
-    if (top) {
+    parts.insert(parts.begin(), &reduced);
+    Factor m = parts.size() == 1 ? reduced.project(keep) : contract_all(parts, keep, t.shape());
+    for (int x : nbrs[std::size_t(c)])
+      if (x != up[std::size_t(c)]) msg[std::size_t(x)] = Factor();
+    const int p = up[std::size_t(c)];
+    if (p < 0) {
       const double total = m.sum();
       if (total > 0.0) m.multiply_scalar(1.0 / total);
       return m;
     }
-    Factor inv = separator_marginals_[std::size_t(c)];
+    // The separator marginal is stored on whichever end is the child in the tree's rooting.
+    Factor inv = separator_marginals_[std::size_t(t.parent(c) == p ? c : p)];
     // A separator cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf into
     // NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an empty one.
     for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;

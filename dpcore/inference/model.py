@@ -89,6 +89,32 @@ class GraphicalModel:
         # Scale in place of Factor arithmetic: AIM calls this for every candidate every round.
         return Factor(factor.domain, factor.values * self.total)
 
+    def project_many(self, attrs_list):
+        """``[project(a) for a in attrs_list]``, with less work: a query contained in another
+        query of the list is summed out of that one's marginal, and the rest run in one
+        compiled, threaded call (AIM projects every candidate every round)."""
+        from dpcore.factor import Factor
+
+        queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
+        for attrs in queries:
+            for a in attrs:
+                if a not in self.domain:
+                    raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
+        distinct = list(dict.fromkeys(queries))
+        roots = [q for q in distinct
+                 if not any(len(r) > len(q) and set(q) <= set(r) for r in distinct)]
+        done = dict(zip(roots, self.calibrated.project_many(roots)))
+        out = []
+        for attrs in queries:
+            factor = done.get(attrs)
+            if factor is None:
+                source = next(done[r] for r in roots if set(attrs) <= set(r))
+                factor = source.project(attrs)
+            elif tuple(factor.attributes) != attrs:
+                factor = factor.transpose(attrs)
+            out.append(Factor(factor.domain, factor.values * self.total))
+        return out
+
     def synthetic_data(self, rows: int | None = None, method: str = "round", seed=None):
         """A synthetic Dataset of ``rows`` records (default: the total, rounded).
 

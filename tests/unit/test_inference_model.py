@@ -35,6 +35,20 @@ def test_save_load_round_trip_is_exact(tmp_path):
     np.testing.assert_array_equal(rows_a, rows_b)
 
 
+def test_project_many_equals_project_for_subsets_duplicates_and_orders():
+    domain, model = small_model(1)
+    queries = [("a", "b", "c"), ("c", "a"), "d", ("b",), ("a", "b", "c"), ("d", "a", "b"),
+               ("a", "b", "c", "d"), ()]
+    got = model.project_many(queries)
+    assert len(got) == len(queries)
+    for q, f in zip(queries, got):
+        want = model.project(q)
+        assert f.attributes == want.attributes
+        np.testing.assert_allclose(f.values, want.values, rtol=1e-12, atol=1e-9)
+    with pytest.raises(Exception, match="'z'"):
+        model.project_many([("a",), ("z",)])
+
+
 def test_load_rejects_foreign_files(tmp_path):
     path = tmp_path / "x.npz"
     np.savez(path, meta=np.array(json.dumps({"format": "other", "version": 1})))

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dpcore/errors.hpp"
+#include "parallel.hpp"
 
 namespace dpcore {
 
@@ -15,9 +16,11 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // Calls f(outer_offset, inner_offset, run_length, inner_stride) once per innermost run of the
-// loop nest. The outer table is contiguous, so runs are consecutive blocks of it.
+// loop nest over the outer cells [first, last) (runs clipped to the range). The outer table is
+// contiguous, so runs are consecutive blocks of it; a range lets threads split one table.
 template <class F>
-void for_each_run(const StrideMap& m, F&& f) {
+void for_each_run(const StrideMap& m, std::uint64_t first, std::uint64_t last, F&& f) {
+  if (first >= last) return;
   const std::size_t k = m.shape.size();
   if (k == 0) {
     f(std::int64_t{0}, std::int64_t{0}, std::int64_t{1}, std::int64_t{0});
@@ -25,10 +28,6 @@ void for_each_run(const StrideMap& m, F&& f) {
   }
   const std::int64_t n = m.shape[k - 1];
   const std::int64_t s = m.stride[k - 1];
-  if (k == 1) {
-    f(std::int64_t{0}, std::int64_t{0}, n, s);
-    return;
-  }
   // Odometer over the outer axes; a small fixed buffer avoids allocating for typical ranks.
   std::int64_t small[16];
   std::vector<std::int64_t> big;
@@ -36,14 +35,25 @@ void for_each_run(const StrideMap& m, F&& f) {
   if (k - 1 > 16) {
     big.assign(k - 1, 0);
     idx = big.data();
-  } else {
-    std::fill(small, small + (k - 1), 0);
   }
-  std::int64_t outer = 0;
   std::int64_t inner = 0;
+  std::int64_t run = static_cast<std::int64_t>(first) / n;
+  for (std::ptrdiff_t j = static_cast<std::ptrdiff_t>(k) - 2; j >= 0; --j) {
+    const auto a = static_cast<std::size_t>(j);
+    idx[j] = run % m.shape[a];
+    run /= m.shape[a];
+    inner += idx[j] * m.stride[a];
+  }
+  auto outer = static_cast<std::int64_t>(first);
+  auto left = static_cast<std::int64_t>(last - first);
+  std::int64_t t = outer % n;
   for (;;) {
-    f(outer, inner, n, s);
-    outer += n;
+    const std::int64_t len = std::min(n - t, left);
+    f(outer, inner + t * s, len, s);
+    outer += len;
+    left -= len;
+    if (left == 0) return;
+    t = 0;
     std::ptrdiff_t j = static_cast<std::ptrdiff_t>(k) - 2;
     for (; j >= 0; --j) {
       inner += m.stride[static_cast<std::size_t>(j)];
@@ -54,6 +64,14 @@ void for_each_run(const StrideMap& m, F&& f) {
     if (j < 0) return;
   }
 }
+
+double* grow(std::vector<double>& buffer, std::int64_t n) {
+  if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
+  return buffer.data();
+}
+
+// Tables below this many cells a thread are swept on one thread.
+constexpr std::uint64_t kGrain = std::uint64_t{1} << 15;
 
 // The exponentials dominate calibration, so this loop must vectorise: FP compares in it are
 // selects only if trapping math is off (nothing here reads the FP exception flags), and on
@@ -193,7 +211,7 @@ StrideMap make_stride_map(const std::vector<AttrId>& outer_attrs,
 }
 
 void broadcast_add(double* dst, const double* src, const StrideMap& map, double scale) {
-  for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
+  auto run = [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
     double* d = dst + o;
     const double* p = src + i;
     if (s == 0) {
@@ -204,11 +222,14 @@ void broadcast_add(double* dst, const double* src, const StrideMap& map, double 
     } else {
       for (std::int64_t t = 0; t < n; ++t) d[t] += scale * p[t * s];
     }
-  });
+  };
+  // Threads write disjoint slices of dst.
+  parallel_chunks(map.outer_cells, chunk_count(map.outer_cells, kGrain),
+                  [&](unsigned, std::uint64_t b, std::uint64_t e) { for_each_run(map, b, e, run); });
 }
 
 void broadcast_multiply(double* dst, const double* src, const StrideMap& map) {
-  for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
+  auto run = [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
     double* d = dst + o;
     const double* p = src + i;
     if (s == 0) {
@@ -219,56 +240,86 @@ void broadcast_multiply(double* dst, const double* src, const StrideMap& map) {
     } else {
       for (std::int64_t t = 0; t < n; ++t) d[t] *= p[t * s];
     }
-  });
+  };
+  parallel_chunks(map.outer_cells, chunk_count(map.outer_cells, kGrain),
+                  [&](unsigned, std::uint64_t b, std::uint64_t e) { for_each_run(map, b, e, run); });
 }
 
 void marginalize(const double* src, const StrideMap& map, double* dst, std::uint64_t dst_cells,
                  bool log) {
+  // Threads sweep slices of src into private copies of dst, summed (or maxed) at the end;
+  // worth it only when dst is small next to src, as separators are next to cliques.
+  const std::uint64_t cells = map.outer_cells;
+  const unsigned parts = dst_cells * 4 <= cells ? chunk_count(cells, kGrain) : 1;
+  std::vector<std::vector<double>> partial(parts > 1 ? parts - 1 : 0);
+  auto buffer = [&](unsigned part, double fill) {
+    if (part == 0) {
+      std::fill(dst, dst + dst_cells, fill);
+      return dst;
+    }
+    partial[part - 1].assign(dst_cells, fill);
+    return partial[part - 1].data();
+  };
+  auto combine = [&](bool take_max) {
+    for (const auto& other : partial)
+      for (std::uint64_t c = 0; c < dst_cells; ++c)
+        dst[c] = take_max ? std::max(dst[c], other[c]) : dst[c] + other[c];
+  };
   if (!log) {
-    std::fill(dst, dst + dst_cells, 0.0);
-    for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
-      const double* p = src + o;
-      if (s == 0) {
-        double acc = 0.0;
-        for (std::int64_t t = 0; t < n; ++t) acc += p[t];
-        dst[i] += acc;
-      } else {
-        double* d = dst + i;
-        for (std::int64_t t = 0; t < n; ++t) d[t * s] += p[t];
-      }
+    parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+      double* out = buffer(part, 0.0);
+      for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
+        const double* p = src + o;
+        if (s == 0) {
+          double acc = 0.0;
+          for (std::int64_t t = 0; t < n; ++t) acc += p[t];
+          out[i] += acc;
+        } else {
+          double* d = out + i;
+          for (std::int64_t t = 0; t < n; ++t) d[t * s] += p[t];
+        }
+      });
     });
+    combine(false);
     return;
   }
-  // Stable log-sum-exp: the first pass finds each output cell's maximum, the second sums
+  // Stable log-sum-exp: the first sweep finds each output cell's maximum, the second sums
   // exp(x - max) so no term overflows and the largest term is exactly 1.
-  thread_local std::vector<double> maxima;
-  maxima.assign(dst_cells, kNegInf);
-  double* mx = maxima.data();
-  for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
-    const double* p = src + o;
-    if (s == 0) {
-      mx[i] = max_kernel(p, n, mx[i]);
-    } else {
-      for (std::int64_t t = 0; t < n; ++t) mx[i + t * s] = std::max(mx[i + t * s], p[t]);
-    }
+  std::vector<double> maxima(dst_cells);
+  parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+    double* mx = part == 0 ? maxima.data() : buffer(part, kNegInf);
+    if (part == 0) std::fill(mx, mx + dst_cells, kNegInf);
+    for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
+      const double* p = src + o;
+      if (s == 0) {
+        mx[i] = max_kernel(p, n, mx[i]);
+      } else {
+        for (std::int64_t t = 0; t < n; ++t) mx[i + t * s] = std::max(mx[i + t * s], p[t]);
+      }
+    });
   });
+  double* mx = maxima.data();
+  for (const auto& other : partial)
+    for (std::uint64_t c = 0; c < dst_cells; ++c) mx[c] = std::max(mx[c], other[c]);
   // An output whose inputs are all -inf gets shift 0 so exp(-inf - 0) = 0 and log(0) = -inf.
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     if (mx[c] == kNegInf) mx[c] = 0.0;
-  std::fill(dst, dst + dst_cells, 0.0);
-  thread_local std::vector<double> scratch;
-  for_each_run(map, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
-    const double* p = src + o;
-    if (scratch.size() < static_cast<std::size_t>(n)) scratch.resize(static_cast<std::size_t>(n));
-    double* e = scratch.data();
-    if (s == 0) {
-      dst[i] += shifted_exp_sum(p, mx[i], e, n);
-    } else {
-      for (std::int64_t t = 0; t < n; ++t) e[t] = p[t] - mx[i + t * s];
-      exp_kernel(e, n);
-      for (std::int64_t t = 0; t < n; ++t) dst[i + t * s] += e[t];
-    }
+  parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+    double* out = buffer(part, 0.0);
+    std::vector<double> scratch;
+    for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
+      const double* p = src + o;
+      if (s == 0) {
+        out[i] += shifted_exp_sum(p, mx[i], grow(scratch, n), n);
+      } else {
+        double* ex = grow(scratch, n);
+        for (std::int64_t t = 0; t < n; ++t) ex[t] = p[t] - mx[i + t * s];
+        exp_kernel(ex, n);
+        for (std::int64_t t = 0; t < n; ++t) out[i + t * s] += ex[t];
+      }
+    });
   });
+  combine(false);
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     dst[c] = std::isinf(mx[c]) ? mx[c] : std::log(dst[c]) + mx[c];  // +inf stays +inf
 }
@@ -277,17 +328,32 @@ void exp_nonpositive(double* values, std::uint64_t n) {
   exp_kernel(values, static_cast<std::int64_t>(n));
 }
 
+double exp_shifted(double* values, std::uint64_t n, double shift) {
+  const unsigned parts = chunk_count(n, kGrain);
+  std::vector<double> totals(parts, 0.0);
+  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+    // In place: shifted_exp_sum reads each value before writing it; blocks keep its
+    // eight-lane partial sums accurate.
+    constexpr std::uint64_t kBlock = 4096;
+    for (std::uint64_t i = b; i < e; i += kBlock)
+      totals[part] += shifted_exp_sum(values + i, shift, values + i,
+                                      static_cast<std::int64_t>(std::min(kBlock, e - i)));
+  });
+  double total = 0.0;
+  for (double t : totals) total += t;
+  return total;
+}
+
 double exp_shift_max(double* values, std::uint64_t n, double* shift) {
-  const auto len = static_cast<std::int64_t>(n);
-  double m = max_kernel(values, len, kNegInf);
+  const unsigned parts = chunk_count(n, kGrain);
+  std::vector<double> maxima(parts, kNegInf);
+  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+    maxima[part] = max_kernel(values + b, static_cast<std::int64_t>(e - b), kNegInf);
+  });
+  double m = *std::max_element(maxima.begin(), maxima.end());
   if (m == kNegInf) m = 0.0;
   *shift = m;
-  // In place: shifted_exp_sum reads each value before writing it.
-  double total = 0.0;
-  constexpr std::int64_t kBlock = 4096;
-  for (std::int64_t i = 0; i < len; i += kBlock)
-    total += shifted_exp_sum(values + i, m, values + i, std::min(kBlock, len - i));
-  return total;
+  return exp_shifted(values, n, m);
 }
 
 double logsumexp(const double* values, std::uint64_t n) {
@@ -399,7 +465,11 @@ Factor& Factor::add_scalar(double c) {
 }
 
 Factor& Factor::multiply_scalar(double c) {
-  for (double& v : values_) v *= c;
+  double* v = values_.data();
+  parallel_chunks(values_.size(), chunk_count(values_.size(), kGrain),
+                  [&](unsigned, std::uint64_t b, std::uint64_t e) {
+                    for (std::uint64_t i = b; i < e; ++i) v[i] *= c;
+                  });
   return *this;
 }
 

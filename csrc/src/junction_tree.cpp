@@ -333,11 +333,13 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
     children[std::size_t(t.parent(order[idx]))].push_back(order[idx]);
   std::vector<Factor> sep_marginal(k);
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  // Downward pass, parents first: the parent's belief is complete when it is reached.
+  // Downward pass, parents first: the parent's belief is complete when it is reached, and
+  // then log-sum-exps to the log-partition like the root's, so exp(belief - log Z) is already
+  // the normalised marginal (up to rounding, which `total` measures): no maximum to find.
   for (int p : order) {
     Factor& b = belief[std::size_t(p)];
-    double mx = 0.0;
-    const double total = exp_shift_max(b.data(), b.size(), &mx);
+    const double mx = log_partition;
+    const double total = exp_shifted(b.data(), b.size(), mx);
     for (int c : children[std::size_t(p)]) {
       const Factor& msg = up[std::size_t(c)];
       Factor& marg = sep_marginal[std::size_t(c)];
@@ -354,7 +356,7 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
       }
       belief[std::size_t(c)].add_inplace(down);
     }
-    b.multiply_scalar(1.0 / total);
+    if (std::abs(total - 1.0) > 1e-13) b.multiply_scalar(1.0 / total);
   }
   return CalibratedTree(std::move(tree), std::move(belief), log_partition,
                         std::move(sep_marginal));

@@ -78,3 +78,33 @@ def test_expand_transpose_normalize_roundtrip(f, data):
     finite = p.values > 1e-200  # exp underflows below that
     np.testing.assert_allclose(p.log().values[finite], f.normalize(log=True).values[finite],
                                atol=1e-9)
+
+
+@st.composite
+def large_factor_pairs(draw):
+    """Tables of 1e5+ cells, so the kernels split them over threads (factor.cpp, kGrain)."""
+    sizes = {a: draw(st.integers(10, 18)) for a in NAMES}
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    big = draw(st.permutations(NAMES))
+    small = draw(st.permutations(NAMES).map(lambda p: p[:draw(st.integers(0, 3))]))
+    make = lambda attrs: Factor(Domain(attrs, [sizes[a] for a in attrs]),  # noqa: E731
+                                30.0 * rng.standard_normal([sizes[a] for a in attrs]))
+    return make(tuple(big)), make(tuple(small))
+
+
+@settings(max_examples=12, deadline=None)
+@given(large_factor_pairs())
+def test_threaded_kernels_on_large_tables_match_numpy(pair):
+    f, g = pair
+    keep = g.attributes
+    drop = tuple(i for i, a in enumerate(f.attributes) if a not in keep)
+    kept = [a for a in f.attributes if a in keep]
+    perm = [kept.index(a) for a in keep]
+    np.testing.assert_allclose(f.project(keep).values, f.values.sum(axis=drop).transpose(perm),
+                               rtol=1e-11, atol=1e-9)
+    np.testing.assert_allclose(f.project(keep, log=True).values,
+                               logsumexp(f.values, axis=drop).transpose(perm), rtol=1e-12)
+    gv = reference_aligned(g, f.attributes)
+    np.testing.assert_array_equal((f + g).values, f.values + gv)
+    np.testing.assert_array_equal((f * g).values, f.values * gv)
+    assert np.isclose(f.logsumexp(), logsumexp(f.values), rtol=1e-13)

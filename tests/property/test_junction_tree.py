@@ -181,3 +181,20 @@ def test_projection_over_distant_cliques_matches_the_joint(model, data):
                                  min_size=1, max_size=4))
     for attrs, factor in zip(queries, calibrated.project_many(queries)):
         np.testing.assert_allclose(factor.values, marginal(joint, domain, attrs), atol=1e-12)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_calibration_of_large_cliques_matches_the_joint(seed):
+    """Cliques of 1e5 cells: the threaded kernels inside calibration (junction_tree.cpp)."""
+    rng = np.random.default_rng(seed)
+    domain = Domain(("a", "b", "c", "d", "e"), tuple(int(s) for s in rng.integers(14, 19, 5)))
+    cliques = [("a", "b", "c", "d"), ("c", "d", "e"), ("b", "e")]
+    potentials = [Factor(domain.project(c), 3.0 * rng.standard_normal(domain.project(c).shape))
+                  for c in cliques]
+    calibrated = JunctionTree(domain, cliques).calibrate(potentials)
+    joint, log_z = brute_force(domain, potentials)
+    assert np.isclose(calibrated.log_partition, log_z, rtol=1e-12)
+    for clique, belief in zip(calibrated.tree.cliques, calibrated.beliefs):
+        np.testing.assert_allclose(belief.values, marginal(joint, domain, clique), atol=1e-12)
+        assert abs(belief.values.sum() - 1.0) < 1e-12

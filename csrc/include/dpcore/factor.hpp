@@ -43,6 +43,9 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
 /// a few ulp of std::exp; results below exp(-708) flush to 0, -inf gives 0, NaN stays NaN.
 /// Vectorised (with AVX2/AVX-512 clones on x86-64): the exponentials dominate calibration.
 void exp_nonpositive(double* values, std::uint64_t n);
+/// values[i] = exp(values[i] - shift) in place, as exp_nonpositive does (so every value must
+/// be <= shift up to rounding); returns the sum of the new values.
+double exp_shifted(double* values, std::uint64_t n, double shift);
 /// values[i] = exp(values[i] - m) in place with m = max(values) (0 when every value is -inf),
 /// as exp_nonpositive does; stores m in *shift and returns the sum of the new values.
 double exp_shift_max(double* values, std::uint64_t n, double* shift);

@@ -1,0 +1,39 @@
+// Splitting a loop over the cores (private to the kernels; not an installed header).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace dpcore {
+
+/// Threads worth using: the cores, at most 4 (the tables fit in cache shares beyond that).
+inline unsigned kernel_threads() {
+  return std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+}
+
+/// Calls fn(part, begin, end) on `parts` contiguous slices of [0, n), part 0 on the calling
+/// thread. `parts` is chunk_count(n, grain): one slice below `grain` items per thread, since
+/// starting a thread costs tens of microseconds. fn must not throw.
+inline unsigned chunk_count(std::uint64_t n, std::uint64_t grain) {
+  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(kernel_threads(), n / grain)));
+}
+
+template <class F>
+void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
+  auto slice = [&](unsigned p) {
+    fn(p, n * p / parts, n * (p + 1) / parts);
+  };
+  if (parts <= 1) {
+    slice(0);
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(parts - 1);
+  for (unsigned p = 1; p < parts; ++p) threads.emplace_back(slice, p);
+  slice(0);
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace dpcore

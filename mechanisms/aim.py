@@ -27,7 +27,7 @@ from dpcore.inference import Measurement, estimate
 from dpcore.junction_tree import JunctionTree
 
 from .aim_bounds import RoundSummary, confidence_bounds
-from .result import MechanismResult, RoundRecord, Timer, synthesize
+from .result import MechanismResult, RoundRecord, Timer, round_options, synthesize
 from .workload import candidate_weights, downward_closure, make_workload
 
 _COST = ZCDPAccountant()
@@ -41,7 +41,7 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        discrete: bool = False) -> MechanismResult:
+        round_iters: int = 250, discrete: bool = False) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
     ``workload``: attribute tuples or ``(attrs, weight)`` pairs. ``max_model_size``: MAX-SIZE
@@ -50,7 +50,11 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     ``seed`` fixes synthetic sampling (the curator's seed fixes the noise). ``callback`` gets a
     :class:`RoundRecord` after each round. The whole remaining budget of the curator's filter is
     spent; the result's ``confidence_bounds`` holds Sec. 5's bounds at level ``confidence`` for
-    every marginal in the downward closure of the workload. ``discrete=True`` measures with the
+    every marginal in the downward closure of the workload. ``estimate_options`` go to
+    :func:`dpcore.inference.estimate`; each round's refit (warm-started from the last model)
+    stops after at most ``round_iters`` iterations, since selection needs only the model's
+    shape (post-processing: no effect on privacy), and the final model is refit to convergence
+    after the last round. ``discrete=True`` measures with the
     exact discrete Gaussian (same zCDP cost; the bounds then rest on its sub-Gaussian tails).
     """
     timer = Timer()
@@ -70,6 +74,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
     options = dict(estimate_options or {})
+    per_round = round_options(options, round_iters)
 
     candidates = downward_closure([c for c, _ in work])
     weights = dict(zip(candidates, candidate_weights(candidates, work)))
@@ -93,7 +98,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         log(RoundRecord(len(records), "measure", r, sigma, None, None, 0,
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
     start = time.perf_counter()
-    model = estimate(domain, measurements, **options).model
+    model = estimate(domain, measurements, **per_round).model
     timer.add("estimate", time.perf_counter() - start)
 
     epsilon = exponential_epsilon((1 - alpha) * rho / T)
@@ -129,7 +134,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
                                       float(np.abs(references[index] - y).sum())))
 
         t_est = time.perf_counter()
-        model = estimate(domain, measurements, warm_start=model, **options).model
+        model = estimate(domain, measurements, warm_start=model, **per_round).model
         timer.add("estimate", time.perf_counter() - t_est)
         log(RoundRecord(len(records), "select+measure", chosen, sigma, epsilon, float(w.max()), len(pool),
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
@@ -144,6 +149,9 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
             epsilon, sigma = _final_parameters(curator, alpha)
             final = True
     retired = curator.retire("AIM final-round calibration residue")
+    start = time.perf_counter()
+    model = estimate(domain, measurements, warm_start=model, **options).model
+    timer.add("estimate", time.perf_counter() - start)
 
     start = time.perf_counter()
     synthetic = synthesize(model, synthetic_rows, sample_method, seed)

@@ -27,18 +27,20 @@ from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, estimate
 from dpcore.junction_tree import JunctionTree
 
-from .result import MechanismResult, RoundRecord, Timer, synthesize
+from .result import MechanismResult, RoundRecord, Timer, round_options, synthesize
 from .workload import make_workload
 
 
 def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = None, total=None,
          synthetic_rows: int | None = None, sample_method: str = "round", seed=None, callback=None,
-         estimate_options=None, discrete: bool = False) -> MechanismResult:
+         estimate_options=None, round_iters: int = 250, discrete: bool = False) -> MechanismResult:
     """Run MWEM+PGM for ``rounds`` rounds, spending the curator filter's whole remaining budget.
 
     ``max_model_size`` (MB, optional) drops candidates whose addition would make the junction
     tree larger than that. ``total``: a public record count for the uniform p̂_0, if known.
-    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost).
+    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost). Each round's
+    refit stops after at most ``round_iters`` iterations; the final model is refit to
+    convergence with ``estimate_options`` (as in :func:`mechanisms.aim.aim`).
     """
     timer = Timer()
     domain = curator.domain
@@ -52,6 +54,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
     if Fraction(curator.privacy_filter.remaining) <= 0:
         raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     options = dict(estimate_options or {})
+    per_round = round_options(options, round_iters)
     cliques = [c for c, _ in work]
     sizes = {r: domain.size(r) for r in cliques}
     measurements: list[Measurement] = []
@@ -84,7 +87,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
         measurements.append(Measurement(chosen, y, sigma))
         timer.add("measure", time.perf_counter() - t_measure)
         t_est = time.perf_counter()
-        model = estimate(domain, measurements, warm_start=model, **options).model
+        model = estimate(domain, measurements, warm_start=model, **per_round).model
         timer.add("estimate", time.perf_counter() - t_est)
         record = RoundRecord(t, "select+measure", chosen, sigma, epsilon, 1.0, len(pool),
                              Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start)
@@ -92,6 +95,9 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
         if callback is not None:
             callback(record)
     retired = curator.retire("MWEM+PGM calibration residue")
+    start = time.perf_counter()
+    model = estimate(domain, measurements, warm_start=model, **options).model
+    timer.add("estimate", time.perf_counter() - start)
     start = time.perf_counter()
     synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     timer.add("generate", time.perf_counter() - start)

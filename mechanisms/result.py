@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from dpcore.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class RoundRecord:
@@ -73,3 +75,12 @@ def synthesize(model, rows: int | None, method: str, seed) -> Any:
     if rows is None:
         rows = max(1, int(round(model.total)))
     return model.synthetic_data(rows, method=method, seed=seed)
+
+
+def round_options(options: dict, round_iters) -> dict:
+    """estimate() options for an intermediate refit (AIM, MWEM): at most ``round_iters``
+    iterations. Selection needs only the model's shape, the refit is warm-started, and the
+    final model is refit to convergence; mbi's AIM uses a fixed 1000 per round."""
+    if isinstance(round_iters, bool) or not isinstance(round_iters, int) or round_iters < 1:
+        raise InvalidArgumentError(f"round_iters must be an int >= 1, got {round_iters!r}")
+    return {**options, "max_iters": min(options.get("max_iters", round_iters), round_iters)}

@@ -82,6 +82,27 @@ def test_aim_rejects_bad_workloads_before_spending():
     assert c.privacy_filter.spent == 0 and c.reads == 0
 
 
+def test_round_refits_are_capped_and_the_final_model_is_refit_in_full(monkeypatch):
+    import mechanisms.aim as aim_module
+
+    caps = []
+    real = aim_module.estimate
+
+    def spy(domain, measurements, **options):
+        caps.append(options.get("max_iters"))
+        return real(domain, measurements, **options)
+
+    monkeypatch.setattr(aim_module, "estimate", spy)
+    result = aim(curator(), [("a", "b"), ("b", "c")], round_iters=7,
+                 estimate_options={"max_iters": 40})
+    rounds = result.extras["rounds_run"]
+    assert caps == [7] * (rounds + 1) + [40]   # initial fit, one per round, then the final
+    assert len(result.model.loss_history) > 1
+    for bad in (0, 2.5, True):
+        with pytest.raises(InvalidArgumentError, match="round_iters"):
+            aim(curator(), [("a", "b")], round_iters=bad)
+
+
 def test_aim_on_degenerate_data():
     one_attr = Dataset(np.array([[0], [1], [1]]), Domain(("x",), (2,)))
     r = aim(curator(one_attr), [("x",)], estimate_options=FAST)

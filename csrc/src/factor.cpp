@@ -70,8 +70,7 @@ double* grow(std::vector<double>& buffer, std::int64_t n) {
   return buffer.data();
 }
 
-// Tables below this many cells a thread are swept on one thread.
-constexpr std::uint64_t kGrain = std::uint64_t{1} << 15;
+constexpr std::uint64_t kGrain = kGrainCells;
 
 // The exponentials dominate calibration, so this loop must vectorise: FP compares in it are
 // selects only if trapping math is off (nothing here reads the FP exception flags), and on

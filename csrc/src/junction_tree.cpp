@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "dpcore/errors.hpp"
+#include "parallel.hpp"
 
 namespace dpcore {
 
@@ -718,9 +719,18 @@ std::vector<Factor> CalibratedTree::project_many(
   for (const auto& attrs : attrs_list)
     check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
   std::vector<Factor> out(attrs_list.size());
-  // Queries are independent and project() only reads the tree: split them over the cores.
-  const unsigned cores = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-  const std::size_t workers = std::min<std::size_t>(cores, attrs_list.size() / 2 + 1);
+  // Queries are independent and project() only reads the tree: split them over the cores,
+  // unless they are all cheap (sums within small cliques), where starting threads would cost
+  // more than the work (the estimation loop calls this every iteration).
+  double work = 0.0;
+  for (const auto& attrs : attrs_list) {
+    const int home = tree_->containing_clique(attrs);
+    work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
+  }
+  const std::size_t workers =
+      work < 2.0 * double(kGrainCells)
+          ? 1
+          : std::min<std::size_t>(kernel_threads(), attrs_list.size() / 2 + 1);
   std::vector<std::exception_ptr> errors(workers);
   auto run = [&](std::size_t w) {
     try {

@@ -8,6 +8,9 @@
 
 namespace dpcore {
 
+/// Cells of table work below which a thread does not pay for its start (tens of microseconds).
+constexpr std::uint64_t kGrainCells = std::uint64_t{1} << 15;
+
 /// Threads worth using: the cores, at most 4 (the tables fit in cache shares beyond that).
 inline unsigned kernel_threads() {
   return std::max(1u, std::min(4u, std::thread::hardware_concurrency()));

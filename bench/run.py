@@ -304,7 +304,12 @@ def parse_args(argv=None):
             print("reference venv absent (bench/setup_reference.sh): running dpcore only")
             args.impls = ["dpcore"]
     if "mbi" in args.impls and not os.path.exists(VENV_PYTHON):
-        p.error(f"--impls mbi needs the reference venv; run bench/setup_reference.sh ({VENV_PYTHON} missing)")
+        # The reference lives in its own venv, made here on first use (never a dpcore dependency).
+        print(f"creating the reference venv {os.path.dirname(os.path.dirname(VENV_PYTHON))} (mbi from PyPI) ...",
+              flush=True)
+        setup = subprocess.run(["bash", os.path.join(HERE, "setup_reference.sh")])
+        if setup.returncode != 0 or not os.path.exists(VENV_PYTHON):
+            p.error("--impls mbi needs the reference venv and bench/setup_reference.sh failed")
     args.results = os.path.join(args.out, "results.csv")
     if args.work is None:
         args.work = os.path.join(args.out, "work") if explicit_out or args.quick else WORK

@@ -70,8 +70,6 @@ double* grow(std::vector<double>& buffer, std::int64_t n) {
   return buffer.data();
 }
 
-constexpr std::uint64_t kGrain = kGrainCells;
-
 // The exponentials dominate calibration, so this loop must vectorise: FP compares in it are
 // selects only if trapping math is off (nothing here reads the FP exception flags), and on
 // x86-64 GCC also emits AVX2 and AVX-512 clones chosen at load time.
@@ -223,7 +221,7 @@ void broadcast_add(double* dst, const double* src, const StrideMap& map, double 
     }
   };
   // Threads write disjoint slices of dst.
-  parallel_chunks(map.outer_cells, chunk_count(map.outer_cells, kGrain),
+  parallel_chunks(map.outer_cells, chunk_count(map.outer_cells),
                   [&](unsigned, std::uint64_t b, std::uint64_t e) { for_each_run(map, b, e, run); });
 }
 
@@ -240,7 +238,7 @@ void broadcast_multiply(double* dst, const double* src, const StrideMap& map) {
       for (std::int64_t t = 0; t < n; ++t) d[t] *= p[t * s];
     }
   };
-  parallel_chunks(map.outer_cells, chunk_count(map.outer_cells, kGrain),
+  parallel_chunks(map.outer_cells, chunk_count(map.outer_cells),
                   [&](unsigned, std::uint64_t b, std::uint64_t e) { for_each_run(map, b, e, run); });
 }
 
@@ -249,7 +247,7 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
   // Threads sweep slices of src into private copies of dst, summed (or maxed) at the end;
   // worth it only when dst is small next to src, as separators are next to cliques.
   const std::uint64_t cells = map.outer_cells;
-  const unsigned parts = dst_cells * 4 <= cells ? chunk_count(cells, kGrain) : 1;
+  const unsigned parts = dst_cells * 4 <= cells ? chunk_count(cells) : 1;
   std::vector<std::vector<double>> partial(parts > 1 ? parts - 1 : 0);
   auto buffer = [&](unsigned part, double fill) {
     if (part == 0) {
@@ -259,10 +257,10 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
     partial[part - 1].assign(dst_cells, fill);
     return partial[part - 1].data();
   };
-  auto combine = [&](bool take_max) {
+  auto combine = [&](double* into, bool take_max) {
     for (const auto& other : partial)
       for (std::uint64_t c = 0; c < dst_cells; ++c)
-        dst[c] = take_max ? std::max(dst[c], other[c]) : dst[c] + other[c];
+        into[c] = take_max ? std::max(into[c], other[c]) : into[c] + other[c];
   };
   if (!log) {
     parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
@@ -279,15 +277,14 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
         }
       });
     });
-    combine(false);
+    combine(dst, false);
     return;
   }
   // Stable log-sum-exp: the first sweep finds each output cell's maximum, the second sums
   // exp(x - max) so no term overflows and the largest term is exactly 1.
-  std::vector<double> maxima(dst_cells);
+  std::vector<double> maxima(dst_cells, kNegInf);
   parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
     double* mx = part == 0 ? maxima.data() : buffer(part, kNegInf);
-    if (part == 0) std::fill(mx, mx + dst_cells, kNegInf);
     for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
       const double* p = src + o;
       if (s == 0) {
@@ -298,8 +295,7 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
     });
   });
   double* mx = maxima.data();
-  for (const auto& other : partial)
-    for (std::uint64_t c = 0; c < dst_cells; ++c) mx[c] = std::max(mx[c], other[c]);
+  combine(mx, true);
   // An output whose inputs are all -inf gets shift 0 so exp(-inf - 0) = 0 and log(0) = -inf.
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     if (mx[c] == kNegInf) mx[c] = 0.0;
@@ -318,7 +314,7 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
       }
     });
   });
-  combine(false);
+  combine(dst, false);
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     dst[c] = std::isinf(mx[c]) ? mx[c] : std::log(dst[c]) + mx[c];  // +inf stays +inf
 }
@@ -328,7 +324,7 @@ void exp_nonpositive(double* values, std::uint64_t n) {
 }
 
 double exp_shifted(double* values, std::uint64_t n, double shift) {
-  const unsigned parts = chunk_count(n, kGrain);
+  const unsigned parts = chunk_count(n);
   std::vector<double> totals(parts, 0.0);
   parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
     // In place: shifted_exp_sum reads each value before writing it; blocks keep its
@@ -341,18 +337,6 @@ double exp_shifted(double* values, std::uint64_t n, double shift) {
   double total = 0.0;
   for (double t : totals) total += t;
   return total;
-}
-
-double exp_shift_max(double* values, std::uint64_t n, double* shift) {
-  const unsigned parts = chunk_count(n, kGrain);
-  std::vector<double> maxima(parts, kNegInf);
-  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-    maxima[part] = max_kernel(values + b, static_cast<std::int64_t>(e - b), kNegInf);
-  });
-  double m = *std::max_element(maxima.begin(), maxima.end());
-  if (m == kNegInf) m = 0.0;
-  *shift = m;
-  return exp_shifted(values, n, m);
 }
 
 double logsumexp(const double* values, std::uint64_t n) {
@@ -465,7 +449,7 @@ Factor& Factor::add_scalar(double c) {
 
 Factor& Factor::multiply_scalar(double c) {
   double* v = values_.data();
-  parallel_chunks(values_.size(), chunk_count(values_.size(), kGrain),
+  parallel_chunks(values_.size(), chunk_count(values_.size()),
                   [&](unsigned, std::uint64_t b, std::uint64_t e) {
                     for (std::uint64_t i = b; i < e; ++i) v[i] *= c;
                   });

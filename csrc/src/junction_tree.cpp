@@ -339,8 +339,7 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
   // the normalised marginal (up to rounding, which `total` measures): no maximum to find.
   for (int p : order) {
     Factor& b = belief[std::size_t(p)];
-    const double mx = log_partition;
-    const double total = exp_shifted(b.data(), b.size(), mx);
+    const double total = exp_shifted(b.data(), b.size(), log_partition);
     for (int c : children[std::size_t(p)]) {
       const Factor& msg = up[std::size_t(c)];
       Factor& marg = sep_marginal[std::size_t(c)];
@@ -352,7 +351,7 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
         const double s = marg.data()[i];
         const double u = msg.data()[i];
         // u = -inf: the child has no mass on this separator cell, and keeps none.
-        down.data()[i] = (s > 0.0 && u > kNegInf) ? std::log(s) + mx - u : kNegInf;
+        down.data()[i] = (s > 0.0 && u > kNegInf) ? std::log(s) + log_partition - u : kNegInf;
         marg.data()[i] = s / total;
       }
       belief[std::size_t(c)].add_inplace(down);

@@ -16,13 +16,15 @@ inline unsigned kernel_threads() {
   return std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
 }
 
-/// Calls fn(part, begin, end) on `parts` contiguous slices of [0, n), part 0 on the calling
-/// thread. `parts` is chunk_count(n, grain): one slice below `grain` items per thread, since
-/// starting a thread costs tens of microseconds. fn must not throw.
-inline unsigned chunk_count(std::uint64_t n, std::uint64_t grain) {
-  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(kernel_threads(), n / grain)));
+/// How many slices to cut n cells of table work into: one per kernel thread, but none smaller
+/// than kGrainCells.
+inline unsigned chunk_count(std::uint64_t n) {
+  return unsigned(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(kernel_threads(), n / kGrainCells)));
 }
 
+/// Calls fn(part, begin, end) on `parts` contiguous slices of [0, n), part 0 on the calling
+/// thread and the others on threads of their own. fn must not throw.
 template <class F>
 void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
   auto slice = [&](unsigned p) {

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.errors import InvalidArgumentError
-from dpcore.inference.measurement import Measurement, estimate_total
+from dpcore.inference.measurement import Measurement, dot, estimate_total
 from dpcore.inference.problem import Problem
 
 METHODS = ("mirror_descent", "accelerated")
@@ -93,12 +93,13 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
 
 def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
     """Zeros (the uniform distribution), plus a previous model's potentials where they fit."""
-    theta = problem.split_cliques(problem.zero_potentials())
+    theta = problem.zero_potentials()
     if warm_start is None:
-        return problem.join_cliques(theta)
+        return theta
     if warm_start.domain != problem.domain:
         raise InvalidArgumentError("warm_start must be a model on the same domain")
     order = {a: i for i, a in enumerate(problem.domain.attrs)}
+    cliques = problem.split_cliques(theta)
     for factor in warm_start.potentials:
         attrs = tuple(factor.attributes)
         k = next((i for i, c in enumerate(problem.cliques) if set(attrs) <= set(c)), None)
@@ -108,8 +109,8 @@ def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
         values = np.transpose(factor.values, [attrs.index(a) for a in canon])
         shape = tuple(problem.domain.shape[order[a]] if a in attrs else 1
                       for a in problem.cliques[k])
-        theta[k] = theta[k] + values.reshape(shape)
-    return problem.join_cliques(theta)
+        cliques[k] += values.reshape(shape)  # a view: writes into theta
+    return theta
 
 
 def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: float,
@@ -157,17 +158,11 @@ def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: flo
     return theta, state, history, iters, converged
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    # einsum's own loop, not BLAS: a threaded BLAS dot stalls for milliseconds on a busy
-    # machine, longer than the rest of an iteration.
-    return float(np.einsum("i,i->", a, b))
-
-
 def _try(problem, oracle, trial, p, g, loss):
     """Calibrate ``trial``; return it if it passes the sufficient-decrease test, else None."""
     state, p_new = oracle(trial)
     new_loss, g_new = problem.loss_and_gradient(p_new)
-    predicted = _dot(g, p - p_new)
+    predicted = dot(g, p - p_new)
     if np.isfinite(new_loss) and loss - new_loss >= 0.5 * predicted and new_loss <= loss:
         return trial, state, p_new, new_loss, g_new
     return None

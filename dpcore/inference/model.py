@@ -77,17 +77,7 @@ class GraphicalModel:
 
     def project(self, attrs):
         """The model's marginal on ``attrs`` as a Factor of counts (axes in ``attrs`` order)."""
-        attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
-        for a in attrs:
-            if a not in self.domain:
-                raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
-        from dpcore.factor import Factor
-
-        factor = self.calibrated.project(attrs)
-        if tuple(factor.attributes) != attrs:
-            factor = factor.transpose(attrs)
-        # Scale in place of Factor arithmetic: AIM calls this for every candidate every round.
-        return Factor(factor.domain, factor.values * self.total)
+        return self.project_many([attrs])[0]
 
     def project_many(self, attrs_list):
         """``[project(a) for a in attrs_list]``, with less work: a query contained in another

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpcore.errors import InvalidArgumentError
-from dpcore.inference.measurement import Measurement
+from dpcore.inference.measurement import Measurement, dot
 
 
 class Problem:
@@ -139,7 +139,7 @@ class Problem:
         n = self.total
         r = marginals * n - self._target
         wr = self._weight * r
-        loss = float(np.einsum("i,i->", wr, r)) + self._constant  # not BLAS: see estimation._dot
+        loss = dot(wr, r) + self._constant
         grad = wr * (2.0 * n)
         for m, where, (g, perm, inv, shape) in self._general:
             p = marginals[where].reshape(self.group_shapes[g])
@@ -161,9 +161,6 @@ class Problem:
         """Views of a flat log-potential vector, one array per clique."""
         off = self.clique_offsets
         return [theta[off[k]:off[k + 1]].reshape(s) for k, s in enumerate(self.clique_shapes)]
-
-    def join_cliques(self, potentials: Sequence[np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.ravel(p) for p in potentials])
 
     def zero_potentials(self) -> np.ndarray:
         return np.zeros(self.clique_offsets[-1])

@@ -46,9 +46,6 @@ void exp_nonpositive(double* values, std::uint64_t n);
 /// values[i] = exp(values[i] - shift) in place, as exp_nonpositive does (so every value must
 /// be <= shift up to rounding); returns the sum of the new values.
 double exp_shifted(double* values, std::uint64_t n, double shift);
-/// values[i] = exp(values[i] - m) in place with m = max(values) (0 when every value is -inf),
-/// as exp_nonpositive does; stores m in *shift and returns the sum of the new values.
-double exp_shift_max(double* values, std::uint64_t n, double* shift);
 /// log(sum(exp(values))), stable; -inf for an empty or all -inf input.
 double logsumexp(const double* values, std::uint64_t n);
 

@@ -11,10 +11,13 @@ from setuptools import setup
 ParallelCompile("DPCORE_BUILD_JOBS", default=2).install()
 
 sources = sorted(glob("csrc/src/*.cpp")) + sorted(glob("csrc/python/*.cpp"))
+# Headers too, so an in-place rebuild recompiles after a header-only change.
+headers = sorted(glob("csrc/include/dpcore/*.hpp")) + sorted(glob("csrc/src/*.hpp"))
 
 ext = Pybind11Extension(
     "dpcore._core",
     sources,
+    depends=headers,
     include_dirs=["csrc/include"],
     cxx_std=17,
     extra_compile_args=["-O3", "-fvisibility=hidden"],

@@ -12,8 +12,12 @@ namespace dpcore {
 constexpr std::uint64_t kGrainCells = std::uint64_t{1} << 15;
 
 /// Threads worth using: the cores, at most 4 (the tables fit in cache shares beyond that).
+/// Read once: glibc answers hardware_concurrency() by parsing /sys files, a few syscalls that
+/// cost more than a small kernel call itself.
 inline unsigned kernel_threads() {
-  return std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+  static const unsigned threads =
+      std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+  return threads;
 }
 
 /// How many slices to cut n cells of table work into: one per kernel thread, but none smaller

@@ -115,6 +115,17 @@ class JunctionTree:
             items.append((self._ids(f.attributes, "log-potential"), f.values))
         return CalibratedTree(self, self._core.calibrate(items))
 
+    def calibrator(self, potentials: Sequence[Sequence[str]], queries: Sequence[Sequence[str]]):
+        """This tree compiled for repeated calibration (``dpcore._core.Calibrator``).
+
+        Log-potentials on the attribute lists ``potentials`` go in as one flat vector (each
+        row-major over its list), the marginals on ``queries`` come out as one flat vector:
+        ``run(flat_potentials) -> flat_marginals``, ``calibrated()`` for the last run's
+        ``_core.CalibratedTree``. Estimation calls it once per iteration.
+        """
+        return _core.Calibrator(self._core, [self._ids(c, "log-potential") for c in potentials],
+                                [self._ids(q, "query") for q in queries])
+
 
 class CalibratedTree:
     """Calibrated clique beliefs: exact marginals of the tree's distribution."""

@@ -83,11 +83,11 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
     problem = Problem(domain, measurements, float(total))
     theta = initial_potentials(problem, warm_start)
     oracle = TreeOracle(problem)
-    theta, state, history, iters, converged = fit(
+    theta, history, iters, converged = fit(
         problem, oracle, theta, max_iters=int(max_iters), tol=float(tol), method=method,
         callback=callback)
     model = GraphicalModel(domain, problem.cliques, oracle.factors(theta), problem.total,
-                           loss_history=history, calibrated=state)
+                           loss_history=history, calibrated=oracle.calibrated(theta))
     return EstimationResult(model, tuple(history), iters, converged, method)
 
 
@@ -115,8 +115,8 @@ def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
 
 def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: float,
         method: str = "mirror_descent", callback=None):
-    """Run the optimiser from flat ``theta``; returns (theta, state, history, iters, converged)."""
-    state, p = oracle(theta)
+    """Run the optimiser from flat ``theta``; returns (theta, history, iters, converged)."""
+    p = oracle(theta)
     loss, g = problem.loss_and_gradient(p)
     history = [loss]
     eta = 1.0 / problem.smoothness
@@ -146,7 +146,7 @@ def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: flo
             iters -= 1
             break
         prev_theta = theta
-        theta, state, p, new_loss, g = accepted
+        theta, p, new_loss, g = accepted
         decrease = loss - new_loss
         loss = new_loss
         history.append(loss)
@@ -155,14 +155,14 @@ def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: flo
         if decrease <= tol * max(loss, 1.0):
             converged = True
             break
-    return theta, state, history, iters, converged
+    return theta, history, iters, converged
 
 
 def _try(problem, oracle, trial, p, g, loss):
     """Calibrate ``trial``; return it if it passes the sufficient-decrease test, else None."""
-    state, p_new = oracle(trial)
+    p_new = oracle(trial)
     new_loss, g_new = problem.loss_and_gradient(p_new)
     predicted = dot(g, p - p_new)
     if np.isfinite(new_loss) and loss - new_loss >= 0.5 * predicted and new_loss <= loss:
-        return trial, state, p_new, new_loss, g_new
+        return trial, p_new, new_loss, g_new
     return None

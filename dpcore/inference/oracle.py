@@ -16,24 +16,21 @@ from dpcore.errors import TableTooLargeError
 
 
 class TreeOracle:
-    """Marginal inference by junction-tree calibration (``dpcore.JunctionTree``).
+    """Marginal inference by junction-tree calibration, compiled once per problem.
 
-    The loop calls this once per trial step, so it talks to the compiled tree with attribute
-    ids and bare arrays (one ``calibrate`` and one ``project_many`` call, no per-factor Python
-    objects) and wraps the result in the public ``CalibratedTree`` only for the model.
+    The loop calls this once per trial step, so the tree, the index maps and the buffers are
+    set up once (``JunctionTree.calibrator``) and a call is one compiled function: the flat
+    clique log-potentials in, the flat group marginals out.
     """
 
     def __init__(self, problem, tree=None):
         from dpcore.factor import Factor
-        from dpcore.junction_tree import CalibratedTree, JunctionTree
+        from dpcore.junction_tree import JunctionTree
 
         self._factor = Factor
-        self._calibrated = CalibratedTree
         self.problem = problem
         self.tree = tree if tree is not None else JunctionTree(problem.domain, problem.cliques)
-        order = {a: i for i, a in enumerate(problem.domain.attrs)}
-        self._clique_ids = [[order[a] for a in c] for c in problem.cliques]
-        self._group_ids = [[order[a] for a in g] for g in problem.groups]
+        self._calibrator = self.tree.calibrator(problem.cliques, problem.groups)
         self._clique_domains = [problem.domain.project(c) for c in problem.cliques]
 
     def factors(self, theta: np.ndarray):
@@ -41,17 +38,16 @@ class TreeOracle:
         return [self._factor(d, v)
                 for d, v in zip(self._clique_domains, self.problem.split_cliques(theta))]
 
-    def __call__(self, theta: np.ndarray):
-        """Flat clique log-potentials -> (CalibratedTree, flat group marginals)."""
-        potentials = self.problem.split_cliques(theta)
-        core_tree = getattr(self.tree, "_core", None)
-        if core_tree is None:  # a tree without the compiled handle: the public (slower) path
-            calibrated = self.tree.calibrate(self.factors(theta))
-            beliefs = calibrated.project_many(self.problem.groups)
-            return calibrated, self.problem.flatten_groups([f.values for f in beliefs])
-        core = core_tree.calibrate(list(zip(self._clique_ids, potentials)))
-        marginals = self.problem.flatten_groups(core.project_many(self._group_ids))
-        return self._calibrated(self.tree, core), marginals
+    def __call__(self, theta: np.ndarray) -> np.ndarray:
+        """Flat clique log-potentials -> flat group marginals (probabilities)."""
+        return self._calibrator.run(theta)
+
+    def calibrated(self, theta: np.ndarray):
+        """The public ``CalibratedTree`` for ``theta`` (for the fitted model)."""
+        from dpcore.junction_tree import CalibratedTree
+
+        self._calibrator.run(theta)
+        return CalibratedTree(self.tree, self._calibrator.calibrated())
 
 
 class DenseOracle:
@@ -78,7 +74,7 @@ class DenseOracle:
         log_z = float(logsumexp(logits))
         return np.exp(logits - log_z), log_z
 
-    def __call__(self, theta: np.ndarray):
-        p, log_z = self.joint(theta)
-        return log_z, self.problem.flatten_groups(
+    def __call__(self, theta: np.ndarray) -> np.ndarray:
+        p, _ = self.joint(theta)
+        return self.problem.flatten_groups(
             [p.sum(axis=axes) if axes else p for axes in self._sum])

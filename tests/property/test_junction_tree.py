@@ -198,3 +198,54 @@ def test_calibration_of_large_cliques_matches_the_joint(seed):
     for clique, belief in zip(calibrated.tree.cliques, calibrated.beliefs):
         np.testing.assert_allclose(belief.values, marginal(joint, domain, clique), atol=1e-12)
         assert abs(belief.values.sum() - 1.0) < 1e-12
+
+
+def _calibrator_queries(tree, draw):
+    """Attribute lists inside the tree's cliques, in random orders, some nested in others."""
+    queries = []
+    for _ in range(draw(st.integers(1, 6))):
+        clique = draw(st.sampled_from(tree.cliques))
+        size = draw(st.integers(0, len(clique)))
+        queries.append(tuple(draw(st.permutations(clique))[:size]))
+    return queries
+
+
+def _check_calibrator(domain, tree, potentials, queries):
+    calibrator = tree.calibrator([f.attributes for f in potentials], queries)
+    flat = np.concatenate([f.values.ravel() for f in potentials]) if potentials else np.zeros(0)
+    out = calibrator.run(flat)
+    joint, log_z = brute_force(domain, potentials)
+    sizes = [int(np.prod([domain[a] for a in q])) for q in queries]
+    assert out.shape == (sum(sizes),)
+    for q, got in zip(queries, np.split(out, np.cumsum(sizes)[:-1])):
+        np.testing.assert_allclose(got, marginal(joint, domain, q).ravel(), atol=1e-12)
+    assert np.isclose(calibrator.calibrated().log_partition, log_z, rtol=1e-12, atol=1e-9)
+
+
+@SETTINGS
+@given(models(), st.data())
+def test_calibrator_queries_match_the_joint(model, data):
+    """The compiled calibrator estimation runs every iteration: flat potentials (some cells
+    -inf, attributes in any order) in, flat marginals on any lists inside cliques out."""
+    domain, cliques, potentials, rng = model
+    tree = JunctionTree(domain, cliques)
+    potentials = [f.transpose(data.draw(st.permutations(f.attributes))) for f in potentials]
+    if data.draw(st.booleans()):
+        first = potentials[0].values.copy()
+        first.ravel()[rng.random(first.size) < 0.3] = -np.inf
+        first.ravel()[0] = 0.0
+        potentials[0] = Factor(potentials[0].domain, first)
+    _check_calibrator(domain, tree, potentials, _calibrator_queries(tree, data.draw))
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.data())
+def test_calibrator_on_large_cliques_matches_the_joint(seed, data):
+    """Cliques of 1e5 cells: the calibrator's threaded gathers and scatters (calibration.cpp)."""
+    rng = np.random.default_rng(seed)
+    domain = Domain(("a", "b", "c", "d", "e"), tuple(int(s) for s in rng.integers(14, 19, 5)))
+    cliques = [("a", "b", "c", "d"), ("c", "d", "e"), ("b", "e")]
+    potentials = [Factor(domain.project(c), 3.0 * rng.standard_normal(domain.project(c).shape))
+                  for c in cliques]
+    tree = JunctionTree(domain, cliques)
+    _check_calibrator(domain, tree, potentials, _calibrator_queries(tree, data.draw))

@@ -8,13 +8,9 @@
 // cliques under separator cardinality has the running-intersection property, so it is a
 // junction tree. Attributes in no input clique become singleton cliques.
 //
-// Calibration: two-pass sum-product in log space. Upward messages (leaves to root) are
-// log-sum-exps with a per-cell maximum, so no partial belief can underflow. Downward, each
-// clique's belief is complete, so one exp(belief - max) per cell serves all its children's
-// messages (the parent's separator marginal minus the child's upward message) and its own
-// normalised belief: two exponentials per cell in all, whatever the tree's degree. A cell
-// lost to underflow there has probability below e^-745 relative to the clique's mode, which
-// a float64 probability cannot hold anyway.
+// Calibration (calibrate() below, implemented by the Calibrator of dpcore/calibration.hpp):
+// two-pass sum-product, log space upward with a per-separator-cell maximum, probability
+// space downward.
 #pragma once
 
 #include <cstdint>
@@ -120,8 +116,8 @@ class CalibratedTree {
 
 /// Sums each log-potential into the smallest clique containing its attributes (InvalidArgument
 /// naming the attributes when none does, or when a value is NaN or +inf; a size mismatch with
-/// the tree's shape is InvalidArgument too) and runs log-space sum-product. InvalidArgument
-/// when the total mass is zero (every configuration has log-potential -inf).
+/// the tree's shape is InvalidArgument too) and runs sum-product with a one-off Calibrator.
+/// InvalidArgument when the total mass is zero (every configuration has log-potential -inf).
 CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
                          const std::vector<Factor>& log_potentials);
 

@@ -1,0 +1,107 @@
+// Repeated calibration of one junction tree: the inner loop of Private-PGM estimation.
+//
+// Estimation calibrates the same tree, with log-potentials on the same attribute lists, once
+// per iteration, and reads the marginals of the same measured attribute sets each time. A
+// Calibrator fixes all of that once: the buffers, and for every (table, sub-table) pair the
+// calibration touches an index from each cell of the table to the cell of the sub-table it
+// projects onto. A call is then a few flat loops per clique, with no allocation.
+//
+// The algorithm is two-pass sum-product (Koller & Friedman, ch. 10), log space upward and
+// probability space downward. Upward (leaves first), a clique's log-belief b is its
+// potentials plus its children's messages; with m(s) the maximum of b over the cells on
+// separator cell s, it keeps E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. Every
+// separator cell's largest term is exactly 1, so a message never underflows. Downward
+// (root first), the clique's marginal is P = E * M(s) / Σ_s E, where M is the parent's
+// marginal on the separator: the exponentials are not recomputed. A cell whose E flushes to 0
+// (b(x) < m(s) - 708) has probability at most e^-708, which float64 marginals cannot hold
+// next to their mode anyway.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dpcore/junction_tree.hpp"
+
+namespace dpcore {
+
+/// The cell of a sub-table that each cell of a table projects onto (both row-major over their
+/// own attribute orders). Stored as 16-bit entries when the sub-table has at most 65536
+/// cells, as separators nearly always have; no entries when the sub-table is the table itself
+/// or has no attributes.
+struct CellIndex {
+  enum class Kind { kIdentity, kConstant, kNarrow, kWide };
+  Kind kind = Kind::kConstant;
+  std::uint64_t cells = 0;      ///< cells of the table
+  std::uint64_t sub_cells = 1;  ///< cells of the sub-table
+  std::vector<std::uint16_t> narrow;
+  std::vector<std::uint32_t> wide;
+};
+
+/// Builds the index from a table over (attrs, shape) to one over `sub_attrs`, a subset in any
+/// order. InvalidArgument when a sub-table attribute is missing or the sub-table has 2^32
+/// cells or more.
+CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<std::int64_t>& shape,
+                          const std::vector<AttrId>& sub_attrs);
+
+/// A junction tree compiled for calibration with log-potentials on fixed attribute lists,
+/// answering marginal queries on fixed attribute lists. run() may be called from any thread;
+/// calls on one Calibrator are serialised.
+class Calibrator {
+ public:
+  /// `potentials` and `queries`: attribute lists (any order, no repeats), each inside one
+  /// clique of `tree` (InvalidArgument naming the list otherwise). A potential is summed into
+  /// the smallest clique containing it; a query is read from the smallest clique or earlier
+  /// query result that contains it.
+  Calibrator(std::shared_ptr<const JunctionTree> tree, std::vector<std::vector<AttrId>> potentials,
+             std::vector<std::vector<AttrId>> queries);
+
+  const JunctionTree& tree() const { return *tree_; }
+  /// Length of the flat log-potential vector run() reads: the potentials' cells, in order.
+  std::uint64_t potential_cells() const { return potential_offset_.back(); }
+  /// Length of the flat marginal vector run() writes: the queries' cells, in order.
+  std::uint64_t query_cells() const { return query_offset_.back(); }
+
+  /// Calibrates with the concatenated log-potentials (each row-major over its attribute
+  /// list, values finite or -inf) and writes the concatenated query marginals, each summing
+  /// to 1. Returns log Σ_x exp(Σ_f f(x_f)). InvalidArgument naming the potential when a value
+  /// is NaN or +inf, and when the total mass is zero.
+  double run(const double* potentials, double* marginals);
+  /// The clique beliefs and separator marginals of the last run() (InvalidArgument before).
+  CalibratedTree calibrated() const;
+
+ private:
+  struct Input {
+    int potential;
+    CellIndex index;  // clique cell -> potential cell
+  };
+  struct Query {
+    int source;          // clique index, or tree cliques + query index when from a query
+    CellIndex index;     // source cell -> query cell
+  };
+  void upward(int clique, const double* potentials);
+  void downward(int clique);
+  [[noreturn]] void diagnose(const double* potentials, double log_partition) const;
+
+  std::shared_ptr<const JunctionTree> tree_;
+  std::vector<std::vector<AttrId>> potentials_;
+  std::vector<std::uint64_t> potential_offset_;
+  std::vector<std::uint64_t> query_offset_;
+  std::vector<std::vector<Input>> inputs_;    // per clique
+  std::vector<std::vector<int>> children_;    // per clique
+  std::vector<CellIndex> to_parent_;          // per clique: cell -> separator cell (root: 1 cell)
+  std::vector<CellIndex> to_child_;           // per child clique: parent cell -> separator cell
+  std::vector<Query> queries_;                // in evaluation order (supersets first)
+  std::vector<int> query_slot_;               // evaluation position -> output position
+  std::vector<std::vector<double>> belief_;   // per clique: log-belief, then E, then marginal
+  std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
+  std::vector<std::vector<double>> mass_;     // per clique: Σ_s E
+  std::vector<std::vector<double>> message_;  // per clique: upward message on its separator
+  std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
+  double log_partition_ = 0.0;
+  bool calibrated_ = false;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace dpcore

@@ -1,0 +1,53 @@
+// Bindings for the Calibrator: Private-PGM's inner loop, one call per iteration with flat
+// vectors in and out. Attributes are AttrIds; dpcore/inference/oracle.py maps names to ids.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpcore/calibration.hpp"
+#include "dpcore/errors.hpp"
+
+namespace py = pybind11;
+using dpcore::AttrId;
+using dpcore::Calibrator;
+using dpcore::JunctionTree;
+
+void bind_calibration(py::module_& m) {
+  using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  py::class_<Calibrator>(m, "Calibrator",
+                         "A junction tree compiled for repeated calibration: flat log-potentials "
+                         "in, flat query marginals out.")
+      .def(py::init([](std::shared_ptr<JunctionTree> tree,
+                       std::vector<std::vector<AttrId>> potentials,
+                       std::vector<std::vector<AttrId>> queries) {
+             return std::make_unique<Calibrator>(std::move(tree), std::move(potentials),
+                                                 std::move(queries));
+           }),
+           py::arg("tree"), py::arg("potentials"), py::arg("queries"))
+      .def_property_readonly("potential_cells", &Calibrator::potential_cells)
+      .def_property_readonly("query_cells", &Calibrator::query_cells)
+      .def(
+          "run",
+          [](Calibrator& c, const Array& potentials) {
+            if (potentials.ndim() != 1 ||
+                static_cast<std::uint64_t>(potentials.size()) != c.potential_cells())
+              throw dpcore::InvalidArgument(
+                  "potentials must be a flat vector of " + std::to_string(c.potential_cells()) +
+                  " values, got shape with " + std::to_string(potentials.size()) + " values and " +
+                  std::to_string(potentials.ndim()) + " axes");
+            py::array_t<double> out(static_cast<py::ssize_t>(c.query_cells()));
+            {
+              py::gil_scoped_release release;
+              c.run(potentials.data(), out.mutable_data());
+            }
+            return out;
+          },
+          py::arg("potentials"),
+          "Calibrate; returns the concatenated query marginals (each summing to 1).")
+      .def("calibrated", &Calibrator::calibrated,
+           "The calibrated tree of the last run (beliefs, separator marginals, log-partition).");
+}

@@ -1,0 +1,380 @@
+#include "dpcore/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "dpcore/errors.hpp"
+#include "parallel.hpp"
+#include "vector_math.hpp"
+
+namespace dpcore {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Index accessors, so each kernel compiles once per storage kind with the index inlined.
+struct Identity {
+  std::uint64_t operator[](std::uint64_t i) const { return i; }
+};
+struct Constant {
+  std::uint64_t operator[](std::uint64_t) const { return 0; }
+};
+
+template <class F>
+void with_index(const CellIndex& index, F&& f) {
+  switch (index.kind) {
+    case CellIndex::Kind::kIdentity: f(Identity{}); break;
+    case CellIndex::Kind::kConstant: f(Constant{}); break;
+    case CellIndex::Kind::kNarrow: f(index.narrow.data()); break;
+    case CellIndex::Kind::kWide: f(index.wide.data()); break;
+  }
+}
+
+// Gather kernels: every cell of the table reads one cell of the sub-table. They vectorise
+// (gathers on AVX2/AVX-512) and split over threads by cell ranges.
+template <class I>
+DPCORE_VECTOR_KERNEL void gather_assign(double* __restrict x, const double* __restrict v, I idx,
+                                        std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) x[i] = v[idx[i]];
+}
+template <class I>
+DPCORE_VECTOR_KERNEL void gather_add(double* __restrict x, const double* __restrict v, I idx,
+                                     std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) x[i] += v[idx[i]];
+}
+template <class I>
+DPCORE_VECTOR_KERNEL void gather_multiply(double* __restrict x, const double* __restrict v, I idx,
+                                          std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) x[i] *= v[idx[i]];
+}
+template <class I>
+DPCORE_VECTOR_KERNEL void gather_exp(double* __restrict x, const double* __restrict shift, I idx,
+                                     std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) x[i] = exp_one(x[i] - shift[idx[i]]);
+}
+
+// Scatter kernels: every cell of the table updates one cell of the sub-table. Consecutive
+// cells often hit the same output, so these stay scalar.
+template <class I>
+void scatter_add(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) out[idx[i]] += x[i];
+}
+template <class I>
+void scatter_max(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) {
+    double& o = out[idx[i]];
+    o = x[i] > o ? x[i] : o;  // NaN never wins: it shows up in the exponentials instead
+  }
+}
+
+// Runs a gather kernel over all cells, split over the kernel threads.
+template <class Kernel>
+void gather(const CellIndex& index, Kernel&& kernel) {
+  with_index(index, [&](auto idx) {
+    parallel_chunks(index.cells, chunk_count(index.cells),
+                    [&](unsigned, std::uint64_t b, std::uint64_t e) { kernel(idx, b, e); });
+  });
+}
+
+// Runs a scatter kernel into out[0..sub_cells) filled with `fill` first. Threads sweep slices
+// into private copies of the output, merged at the end by sum or max: worth it only when the
+// output is small next to the table, as separators are next to cliques.
+template <class Kernel>
+void scatter(const CellIndex& index, double* out, double fill, bool take_max, Kernel&& kernel) {
+  const std::uint64_t n = index.sub_cells;
+  const unsigned parts = n * 4 <= index.cells ? chunk_count(index.cells) : 1;
+  std::vector<std::vector<double>> partial(parts - 1, std::vector<double>(n, fill));
+  std::fill(out, out + n, fill);
+  with_index(index, [&](auto idx) {
+    parallel_chunks(index.cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+      kernel(part == 0 ? out : partial[part - 1].data(), idx, b, e);
+    });
+  });
+  for (const auto& other : partial)
+    for (std::uint64_t c = 0; c < n; ++c)
+      out[c] = take_max ? std::max(out[c], other[c]) : out[c] + other[c];
+}
+
+bool is_subset(const std::vector<AttrId>& sub, const std::vector<AttrId>& set) {
+  return std::all_of(sub.begin(), sub.end(), [&](AttrId a) {
+    return std::find(set.begin(), set.end(), a) != set.end();
+  });
+}
+
+}  // namespace
+
+CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<std::int64_t>& shape,
+                          const std::vector<AttrId>& sub_attrs) {
+  CellIndex index;
+  index.cells = checked_cell_count(shape);
+  std::vector<std::int64_t> sub_shape;
+  for (AttrId a : sub_attrs) {
+    const auto at = std::find(attrs.begin(), attrs.end(), a);
+    if (at == attrs.end())
+      throw InvalidArgument("attributes " + attrs_text(sub_attrs) + " must be a subset of " +
+                            attrs_text(attrs));
+    sub_shape.push_back(shape[std::size_t(at - attrs.begin())]);
+  }
+  index.sub_cells = checked_cell_count(sub_shape);
+  if (sub_attrs == attrs) {
+    index.kind = CellIndex::Kind::kIdentity;
+    return index;
+  }
+  if (index.sub_cells == 1) return index;  // kConstant
+  if (index.sub_cells > std::numeric_limits<std::uint32_t>::max())
+    throw InvalidArgument("a sub-table over " + attrs_text(sub_attrs) + " must have < 2^32 cells");
+  // The sub-table's stride along each axis of the table (0 where it lacks the attribute).
+  std::vector<std::uint64_t> stride(attrs.size(), 0);
+  std::uint64_t step = 1;
+  for (std::size_t j = sub_attrs.size(); j-- > 0;) {
+    stride[std::size_t(std::find(attrs.begin(), attrs.end(), sub_attrs[j]) - attrs.begin())] = step;
+    step *= static_cast<std::uint64_t>(sub_shape[j]);
+  }
+  auto fill = [&](auto* out) {
+    // Odometer over the table in row-major order; the last axis is swept as a run.
+    const std::size_t k = attrs.size();
+    const auto last = static_cast<std::uint64_t>(shape[k - 1]);
+    const std::uint64_t s = stride[k - 1];
+    std::vector<std::int64_t> pos(k, 0);
+    std::uint64_t base = 0;
+    using T = std::remove_pointer_t<decltype(out)>;
+    for (std::uint64_t o = 0; o < index.cells; o += last) {
+      for (std::uint64_t t = 0; t < last; ++t) out[o + t] = static_cast<T>(base + t * s);
+      for (std::size_t j = k - 1; j-- > 0;) {
+        base += stride[j];
+        if (++pos[j] < shape[j]) break;
+        base -= stride[j] * static_cast<std::uint64_t>(shape[j]);
+        pos[j] = 0;
+      }
+    }
+  };
+  if (index.sub_cells <= (std::uint64_t{1} << 16)) {
+    index.kind = CellIndex::Kind::kNarrow;
+    index.narrow.resize(index.cells);
+    fill(index.narrow.data());
+  } else {
+    index.kind = CellIndex::Kind::kWide;
+    index.wide.resize(index.cells);
+    fill(index.wide.data());
+  }
+  return index;
+}
+
+Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
+                       std::vector<std::vector<AttrId>> potentials,
+                       std::vector<std::vector<AttrId>> queries)
+    : tree_(std::move(tree)), potentials_(std::move(potentials)) {
+  if (!tree_) throw InvalidArgument("calibrator needs a junction tree, got null");
+  const JunctionTree& t = *tree_;
+  const std::size_t k = t.cliques().size();
+  inputs_.resize(k);
+  children_.resize(k);
+  to_parent_.resize(k);
+  to_child_.resize(k);
+  belief_.resize(k);
+  maximum_.resize(k);
+  mass_.resize(k);
+  message_.resize(k);
+  sep_marginal_.resize(k);
+  potential_offset_.push_back(0);
+  for (std::size_t f = 0; f < potentials_.size(); ++f) {
+    const auto& attrs = potentials_[f];
+    check_attr_ids(attrs, t.num_attrs(), "log-potential attributes");
+    const int c = t.containing_clique(attrs);
+    if (c < 0)
+      throw InvalidArgument("log-potential attributes must lie inside one clique of the "
+                            "junction tree, got " + attrs_text(attrs));
+    const auto& clique = t.cliques()[std::size_t(c)];
+    inputs_[std::size_t(c)].push_back({int(f), make_cell_index(clique, t.shape_of(clique), attrs)});
+    potential_offset_.push_back(potential_offset_.back() + checked_cell_count(t.shape_of(attrs)));
+  }
+  for (std::size_t c = 0; c < k; ++c) {
+    const auto& clique = t.cliques()[c];
+    const auto shape = t.shape_of(clique);
+    to_parent_[c] = make_cell_index(clique, shape, t.separator(int(c)));
+    belief_[c].resize(to_parent_[c].cells);
+    maximum_[c].resize(to_parent_[c].sub_cells);
+    mass_[c].resize(to_parent_[c].sub_cells);
+    message_[c].resize(to_parent_[c].sub_cells);
+    sep_marginal_[c].resize(to_parent_[c].sub_cells);
+    const int p = t.parent(int(c));
+    if (p >= 0) {
+      const auto& parent = t.cliques()[std::size_t(p)];
+      to_child_[c] = make_cell_index(parent, t.shape_of(parent), t.separator(int(c)));
+      children_[std::size_t(p)].push_back(int(c));
+    }
+  }
+  // Queries, largest first, each read from the smallest clique or earlier query holding it.
+  std::vector<int> order(queries.size());
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    check_attr_ids(queries[q], t.num_attrs(), "query attributes");
+    order[q] = int(q);
+  }
+  std::vector<std::uint64_t> cells(queries.size());
+  for (std::size_t q = 0; q < queries.size(); ++q) cells[q] = checked_cell_count(t.shape_of(queries[q]));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (cells[std::size_t(a)] != cells[std::size_t(b)])
+      return cells[std::size_t(a)] > cells[std::size_t(b)];
+    return queries[std::size_t(a)].size() > queries[std::size_t(b)].size();
+  });
+  query_offset_.push_back(0);
+  for (std::size_t q = 0; q < queries.size(); ++q) query_offset_.push_back(query_offset_.back() + cells[q]);
+  for (std::size_t pos = 0; pos < order.size(); ++pos) {
+    const auto& attrs = queries[std::size_t(order[pos])];
+    int source = t.containing_clique(attrs);
+    if (source < 0)
+      throw InvalidArgument("query attributes must lie inside one clique of the junction tree, "
+                            "got " + attrs_text(attrs));
+    std::uint64_t best = to_parent_[std::size_t(source)].cells;
+    for (std::size_t earlier = 0; earlier < pos; ++earlier) {
+      const auto e = std::size_t(order[earlier]);
+      if (cells[e] < best && is_subset(attrs, queries[e])) {
+        best = cells[e];
+        source = int(k + earlier);
+      }
+    }
+    const auto& from = source < int(k) ? t.cliques()[std::size_t(source)]
+                                       : queries[std::size_t(order[std::size_t(source) - k])];
+    queries_.push_back({source, make_cell_index(from, t.shape_of(from), attrs)});
+    query_slot_.push_back(order[pos]);
+  }
+}
+
+void Calibrator::upward(int c, const double* potentials) {
+  const auto ci = std::size_t(c);
+  double* b = belief_[ci].data();
+  bool first = true;
+  auto add = [&](const CellIndex& index, const double* values) {
+    if (first)
+      gather(index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+        gather_assign(b, values, idx, lo, hi);
+      });
+    else
+      gather(index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+        gather_add(b, values, idx, lo, hi);
+      });
+    first = false;
+  };
+  for (const Input& in : inputs_[ci])
+    add(in.index, potentials + potential_offset_[std::size_t(in.potential)]);
+  for (int d : children_[ci]) add(to_child_[std::size_t(d)], message_[std::size_t(d)].data());
+  if (first) std::fill(belief_[ci].begin(), belief_[ci].end(), 0.0);
+  const CellIndex& up = to_parent_[ci];
+  double* m = maximum_[ci].data();
+  scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+    scatter_max(b, out, idx, lo, hi);
+  });
+  // A separator cell whose cells are all -inf gets shift 0: E = 0 there and its message -inf.
+  for (double& x : maximum_[ci])
+    if (x == kNegInf) x = 0.0;
+  gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) { gather_exp(b, m, idx, lo, hi); });
+  scatter(up, mass_[ci].data(), 0.0, false,
+          [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+            scatter_add(b, out, idx, lo, hi);
+          });
+  for (std::size_t s = 0; s < message_[ci].size(); ++s)
+    message_[ci][s] = std::log(mass_[ci][s]) + m[s];
+}
+
+void Calibrator::downward(int c) {
+  const auto ci = std::size_t(c);
+  // P = E * M(s) / Σ_s E; the ratio reuses the maximum's buffer. For the root M = 1.
+  double* ratio = maximum_[ci].data();
+  const bool root = tree_->parent(c) < 0;
+  for (std::size_t s = 0; s < maximum_[ci].size(); ++s) {
+    const double mass = mass_[ci][s];
+    if (root) sep_marginal_[ci][s] = 1.0;
+    ratio[s] = mass > 0.0 ? sep_marginal_[ci][s] / mass : 0.0;
+  }
+  double* b = belief_[ci].data();
+  gather(to_parent_[ci],
+         [&](auto idx, std::uint64_t lo, std::uint64_t hi) { gather_multiply(b, ratio, idx, lo, hi); });
+  for (int d : children_[ci]) {
+    const CellIndex& index = to_child_[std::size_t(d)];
+    scatter(index, sep_marginal_[std::size_t(d)].data(), 0.0, false,
+            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+              scatter_add(b, out, idx, lo, hi);
+            });
+  }
+}
+
+double Calibrator::run(const double* potentials, double* marginals) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  calibrated_ = false;
+  const auto& order = tree_->order();
+  for (std::size_t i = order.size(); i-- > 0;) upward(order[i], potentials);
+  const auto root = std::size_t(order[0]);
+  const double log_partition = message_[root][0];
+  if (!std::isfinite(log_partition)) diagnose(potentials, log_partition);
+  for (int c : order) downward(c);
+  const std::size_t k = belief_.size();
+  for (std::size_t pos = 0; pos < queries_.size(); ++pos) {
+    const Query& q = queries_[pos];
+    const double* from = q.source < int(k)
+                             ? belief_[std::size_t(q.source)].data()
+                             : marginals + query_offset_[std::size_t(query_slot_[std::size_t(q.source) - k])];
+    scatter(q.index, marginals + query_offset_[std::size_t(query_slot_[pos])], 0.0, false,
+            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+              scatter_add(from, out, idx, lo, hi);
+            });
+  }
+  log_partition_ = log_partition;
+  calibrated_ = true;
+  return log_partition;
+}
+
+void Calibrator::diagnose(const double* potentials, double log_partition) const {
+  for (std::size_t f = 0; f < potentials_.size(); ++f)
+    for (std::uint64_t i = potential_offset_[f]; i < potential_offset_[f + 1]; ++i) {
+      const double v = potentials[i];
+      if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
+        throw InvalidArgument("log-potential values must be finite or -inf, got " +
+                              std::to_string(v) + " in factor over " + attrs_text(potentials_[f]));
+    }
+  throw InvalidArgument("log-potentials must give positive total mass, got log-partition " +
+                        std::to_string(log_partition));
+}
+
+CalibratedTree Calibrator::calibrated() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!calibrated_) throw InvalidArgument("calibrated() needs a successful run() first");
+  const JunctionTree& t = *tree_;
+  std::vector<Factor> beliefs;
+  std::vector<Factor> separators;
+  for (std::size_t c = 0; c < belief_.size(); ++c) {
+    const auto& clique = t.cliques()[c];
+    beliefs.emplace_back(clique, t.shape_of(clique), belief_[c]);
+    const auto& sep = t.separator(int(c));
+    separators.emplace_back(sep, t.shape_of(sep), sep_marginal_[c]);
+  }
+  return CalibratedTree(tree_, std::move(beliefs), log_partition_, std::move(separators));
+}
+
+CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
+                         const std::vector<Factor>& log_potentials) {
+  if (!tree) throw InvalidArgument("calibrate needs a junction tree, got null");
+  std::vector<std::vector<AttrId>> attrs;
+  std::vector<double> flat;
+  for (const Factor& f : log_potentials) {
+    check_attr_ids(f.attrs(), tree->num_attrs(), "log-potential attributes");
+    for (std::size_t i = 0; i < f.attrs().size(); ++i) {
+      const auto want = tree->shape()[std::size_t(f.attrs()[i])];
+      if (f.shape()[i] != want)
+        throw InvalidArgument("log-potential size of attribute " + std::to_string(f.attrs()[i]) +
+                              " must be " + std::to_string(want) + ", got " +
+                              std::to_string(f.shape()[i]));
+    }
+    attrs.push_back(f.attrs());
+    flat.insert(flat.end(), f.values().begin(), f.values().end());
+  }
+  Calibrator calibrator(std::move(tree), std::move(attrs), {});
+  calibrator.run(flat.data(), nullptr);
+  return calibrator.calibrated();
+}
+
+}  // namespace dpcore

@@ -59,17 +59,34 @@ DPCORE_VECTOR_KERNEL void gather_exp(double* __restrict x, const double* __restr
 }
 
 // Scatter kernels: every cell of the table updates one cell of the sub-table. Consecutive
-// cells often hit the same output, so these stay scalar.
+// cells often hit the same output (the sub-table lacks the last axes), and updating it in
+// memory would chain every cell through a store and a reload; so a run of cells with the same
+// output is combined in a register and stored once.
+template <class I, class Op>
+void scatter_runs(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e, Op op) {
+  if (b >= e) return;
+  std::uint64_t cur = idx[b];
+  double acc = x[b];
+  for (std::uint64_t i = b + 1; i < e; ++i) {
+    const std::uint64_t j = idx[i];
+    if (j == cur) {
+      acc = op(acc, x[i]);
+    } else {
+      out[cur] = op(out[cur], acc);
+      cur = j;
+      acc = x[i];
+    }
+  }
+  out[cur] = op(out[cur], acc);
+}
 template <class I>
 void scatter_add(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) out[idx[i]] += x[i];
+  scatter_runs(x, out, idx, b, e, [](double a, double v) { return a + v; });
 }
 template <class I>
 void scatter_max(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) {
-    double& o = out[idx[i]];
-    o = x[i] > o ? x[i] : o;  // NaN never wins: it shows up in the exponentials instead
-  }
+  // NaN never wins: it shows up in the exponentials instead.
+  scatter_runs(x, out, idx, b, e, [](double a, double v) { return v > a ? v : a; });
 }
 
 // Runs a gather kernel over all cells, split over the kernel threads.

@@ -271,22 +271,6 @@ void exp_nonpositive(double* values, std::uint64_t n) {
   exp_kernel(values, static_cast<std::int64_t>(n));
 }
 
-double exp_shifted(double* values, std::uint64_t n, double shift) {
-  const unsigned parts = chunk_count(n);
-  std::vector<double> totals(parts, 0.0);
-  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-    // In place: shifted_exp_sum reads each value before writing it; blocks keep its
-    // eight-lane partial sums accurate.
-    constexpr std::uint64_t kBlock = 4096;
-    for (std::uint64_t i = b; i < e; i += kBlock)
-      totals[part] += shifted_exp_sum(values + i, shift, values + i,
-                                      static_cast<std::int64_t>(std::min(kBlock, e - i)));
-  });
-  double total = 0.0;
-  for (double t : totals) total += t;
-  return total;
-}
-
 double logsumexp(const double* values, std::uint64_t n) {
   double m = kNegInf;
   for (std::uint64_t i = 0; i < n; ++i) m = values[i] > m ? values[i] : m;

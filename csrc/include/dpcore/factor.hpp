@@ -43,9 +43,6 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
 /// a few ulp of std::exp; results below exp(-708) flush to 0, -inf gives 0, NaN stays NaN.
 /// Vectorised (with AVX2/AVX-512 clones on x86-64): the exponentials dominate calibration.
 void exp_nonpositive(double* values, std::uint64_t n);
-/// values[i] = exp(values[i] - shift) in place, as exp_nonpositive does (so every value must
-/// be <= shift up to rounding); returns the sum of the new values.
-double exp_shifted(double* values, std::uint64_t n, double shift);
 /// log(sum(exp(values))), stable; -inf for an empty or all -inf input.
 double logsumexp(const double* values, std::uint64_t n);
 

@@ -48,6 +48,6 @@ void bind_calibration(py::module_& m) {
           },
           py::arg("potentials"),
           "Calibrate; returns the concatenated query marginals (each summing to 1).")
-      .def("calibrated", &Calibrator::calibrated,
+      .def("calibrated", [](const Calibrator& c) { return c.calibrated(); },
            "The calibrated tree of the last run (beliefs, separator marginals, log-partition).");
 }

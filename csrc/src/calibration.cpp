@@ -153,21 +153,19 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
     step *= static_cast<std::uint64_t>(sub_shape[j]);
   }
   auto fill = [&](auto* out) {
-    // Odometer over the table in row-major order; the last axis is swept as a run.
-    const std::size_t k = attrs.size();
-    const auto last = static_cast<std::uint64_t>(shape[k - 1]);
-    const std::uint64_t s = stride[k - 1];
-    std::vector<std::int64_t> pos(k, 0);
-    std::uint64_t base = 0;
+    // Row-major, so the table over axes j.. is shape[j] copies of the table over axes j+1..,
+    // copy x shifted by x * stride[j]: built from the last axis outwards, one add per entry.
     using T = std::remove_pointer_t<decltype(out)>;
-    for (std::uint64_t o = 0; o < index.cells; o += last) {
-      for (std::uint64_t t = 0; t < last; ++t) out[o + t] = static_cast<T>(base + t * s);
-      for (std::size_t j = k - 1; j-- > 0;) {
-        base += stride[j];
-        if (++pos[j] < shape[j]) break;
-        base -= stride[j] * static_cast<std::uint64_t>(shape[j]);
-        pos[j] = 0;
+    const std::size_t k = attrs.size();
+    std::uint64_t size = static_cast<std::uint64_t>(shape[k - 1]);
+    for (std::uint64_t t = 0; t < size; ++t) out[t] = static_cast<T>(t * stride[k - 1]);
+    for (std::size_t j = k - 1; j-- > 0;) {
+      for (std::int64_t x = 1; x < shape[j]; ++x) {
+        T* copy = out + std::uint64_t(x) * size;
+        const auto shift = static_cast<T>(std::uint64_t(x) * stride[j]);
+        for (std::uint64_t i = 0; i < size; ++i) copy[i] = static_cast<T>(out[i] + shift);
       }
+      size *= static_cast<std::uint64_t>(shape[j]);
     }
   };
   if (index.sub_cells <= (std::uint64_t{1} << 16)) {
@@ -322,6 +320,7 @@ void Calibrator::downward(int c) {
 
 double Calibrator::run(const double* potentials, double* marginals) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (spent_) throw InvalidArgument("run() on a Calibrator whose tables were moved out");
   calibrated_ = false;
   const auto& order = tree_->order();
   for (std::size_t i = order.size(); i-- > 0;) upward(order[i], potentials);
@@ -357,20 +356,32 @@ void Calibrator::diagnose(const double* potentials, double log_partition) const 
                         std::to_string(log_partition));
 }
 
-CalibratedTree Calibrator::calibrated() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!calibrated_) throw InvalidArgument("calibrated() needs a successful run() first");
-  const JunctionTree& t = *tree_;
+template <class Self>
+CalibratedTree Calibrator::snapshot(Self& self) {
+  std::lock_guard<std::mutex> lock(self.mutex_);
+  if (!self.calibrated_) throw InvalidArgument("calibrated() needs a successful run() first");
+  auto take = [](auto& table) -> std::vector<double> {
+    if constexpr (std::is_const_v<Self>)
+      return table;
+    else
+      return std::move(table);
+  };
+  const JunctionTree& t = *self.tree_;
   std::vector<Factor> beliefs;
   std::vector<Factor> separators;
-  for (std::size_t c = 0; c < belief_.size(); ++c) {
+  for (std::size_t c = 0; c < self.belief_.size(); ++c) {
     const auto& clique = t.cliques()[c];
-    beliefs.emplace_back(clique, t.shape_of(clique), belief_[c]);
+    beliefs.emplace_back(clique, t.shape_of(clique), take(self.belief_[c]));
     const auto& sep = t.separator(int(c));
-    separators.emplace_back(sep, t.shape_of(sep), sep_marginal_[c]);
+    separators.emplace_back(sep, t.shape_of(sep), take(self.sep_marginal_[c]));
   }
-  return CalibratedTree(tree_, std::move(beliefs), log_partition_, std::move(separators));
+  if constexpr (!std::is_const_v<Self>) self.spent_ = true;
+  return CalibratedTree(self.tree_, std::move(beliefs), self.log_partition_, std::move(separators));
 }
+
+CalibratedTree Calibrator::calibrated() const& { return snapshot(*this); }
+
+CalibratedTree Calibrator::calibrated() && { return snapshot(*this); }
 
 CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
                          const std::vector<Factor>& log_potentials) {
@@ -391,7 +402,7 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
   }
   Calibrator calibrator(std::move(tree), std::move(attrs), {});
   calibrator.run(flat.data(), nullptr);
-  return calibrator.calibrated();
+  return std::move(calibrator).calibrated();
 }
 
 }  // namespace dpcore

@@ -102,6 +102,11 @@ static void test_bad_input() {
   const double empty[2] = {-INFINITY, -INFINITY};
   CHECK_THROWS(calibrator.run(empty, out), InvalidArgument);
   CHECK_THROWS(calibrator.calibrated(), InvalidArgument);  // the last run failed
+  const double values[2] = {0.0, 1.0};
+  calibrator.run(values, out);
+  const CalibratedTree moved = std::move(calibrator).calibrated();
+  CHECK_NEAR(moved.project({0}).values()[1], 1.0 / (1.0 + std::exp(-1.0)), 1e-15);
+  CHECK_THROWS(calibrator.run(values, out), InvalidArgument);  // NOLINT: use after move
 }
 
 int main() {

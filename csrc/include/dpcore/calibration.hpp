@@ -69,7 +69,9 @@ class Calibrator {
   /// is NaN or +inf, and when the total mass is zero.
   double run(const double* potentials, double* marginals);
   /// The clique beliefs and separator marginals of the last run() (InvalidArgument before).
-  CalibratedTree calibrated() const;
+  CalibratedTree calibrated() const&;
+  /// The same, moving the tables out of a Calibrator that is done: run() then throws.
+  CalibratedTree calibrated() &&;
 
  private:
   struct Input {
@@ -83,6 +85,8 @@ class Calibrator {
   void upward(int clique, const double* potentials);
   void downward(int clique);
   [[noreturn]] void diagnose(const double* potentials, double log_partition) const;
+  template <class Self>
+  static CalibratedTree snapshot(Self& self);  // copies from a const Self, else moves
 
   std::shared_ptr<const JunctionTree> tree_;
   std::vector<std::vector<AttrId>> potentials_;
@@ -101,6 +105,7 @@ class Calibrator {
   std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
   double log_partition_ = 0.0;
   bool calibrated_ = false;
+  bool spent_ = false;  // the tables were moved out by calibrated() &&
   mutable std::mutex mutex_;
 };
 

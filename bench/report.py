@@ -21,8 +21,14 @@ COLORS = {"aim": "tab:blue", "mst": "tab:orange", "mwem": "tab:green"}
 
 
 def load(path: str) -> list[dict]:
+    """The rows of results.csv; a configuration run again (--rerun) keeps only its last row."""
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    latest = {}
+    for r in rows:  # appended in run order
+        latest[tuple(r[k] for k in ("dataset", "workload", "mechanism", "impl", "epsilon",
+                                    "seed", "delta"))] = r
+    return list(latest.values())
 
 
 def _f(x):

@@ -129,6 +129,12 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
                           const std::vector<AttrId>& sub_attrs) {
   CellIndex index;
   index.cells = checked_cell_count(shape);
+  if (attrs.size() != shape.size())
+    throw InvalidArgument("attributes and shape must have the same length");
+  for (std::size_t i = 0; i < sub_attrs.size(); ++i)
+    if (std::find(sub_attrs.begin(), sub_attrs.begin() + long(i), sub_attrs[i]) !=
+        sub_attrs.begin() + long(i))
+      throw InvalidArgument("sub-table attributes must be distinct, got " + attrs_text(sub_attrs));
   std::vector<std::int64_t> sub_shape;
   for (AttrId a : sub_attrs) {
     const auto at = std::find(attrs.begin(), attrs.end(), a);

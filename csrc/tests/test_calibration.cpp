@@ -83,6 +83,8 @@ static void test_cell_index() {
   CHECK(make_cell_index({0, 1}, {2, 3}, {}).kind == CellIndex::Kind::kConstant);
   CHECK(make_cell_index({0, 1}, {70000, 2}, {0}).kind == CellIndex::Kind::kWide);
   CHECK_THROWS(make_cell_index({0, 1}, {2, 3}, {4}), InvalidArgument);
+  CHECK_THROWS(make_cell_index({0, 1}, {2, 3}, {1, 1}), InvalidArgument);
+  CHECK_THROWS(make_cell_index({0, 1}, {2}, {0}), InvalidArgument);
 }
 
 static void test_bad_input() {

@@ -40,8 +40,8 @@ struct CellIndex {
 };
 
 /// Builds the index from a table over (attrs, shape) to one over `sub_attrs`, a subset in any
-/// order. InvalidArgument when a sub-table attribute is missing or the sub-table has 2^32
-/// cells or more.
+/// order. InvalidArgument when a sub-table attribute is missing or repeated, attrs and shape
+/// differ in length, or the sub-table has 2^32 cells or more.
 CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<std::int64_t>& shape,
                           const std::vector<AttrId>& sub_attrs);
 

@@ -16,77 +16,166 @@ namespace dpcore {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+// Runs shorter than this are cheaper through one index entry a cell (measured on the
+// bench/inference.py trees: 8 and 32 were slower, 2 much slower).
+constexpr std::uint64_t kMinRun = 16;
 
-// Index accessors, so each kernel compiles once per storage kind with the index inlined.
-struct Identity {
-  std::uint64_t operator[](std::uint64_t i) const { return i; }
+// A run-structured index as kernels see it: run r covers cells [r * run, (r + 1) * run) and
+// maps them to sub-table cells bases[r] + t * kStep.
+template <int kStep>
+struct Runs {
+  static constexpr int step = kStep;
+  const std::uint32_t* bases;
+  std::uint64_t run;
 };
-struct Constant {
-  std::uint64_t operator[](std::uint64_t) const { return 0; }
-};
+template <class I>
+constexpr bool is_runs = !std::is_pointer_v<I>;
+
+// Calls f(cell, n, sub) on the pieces of runs that tile [b, e): n cells from `cell` on, the
+// first of them mapped to sub-table cell `sub`.
+template <class R, class F>
+void for_each_run(R ix, std::uint64_t b, std::uint64_t e, F&& f) {
+  while (b < e) {
+    const std::uint64_t r = b / ix.run;
+    const std::uint64_t offset = b - r * ix.run;
+    const std::uint64_t n = std::min(ix.run - offset, e - b);
+    f(b, n, std::uint64_t{ix.bases[r]} + offset * std::uint64_t(R::step));
+    b += n;
+  }
+}
 
 template <class F>
 void with_index(const CellIndex& index, F&& f) {
   switch (index.kind) {
-    case CellIndex::Kind::kIdentity: f(Identity{}); break;
-    case CellIndex::Kind::kConstant: f(Constant{}); break;
+    case CellIndex::Kind::kRuns:
+      if (index.step == 0)
+        f(Runs<0>{index.bases.data(), index.run});
+      else
+        f(Runs<1>{index.bases.data(), index.run});
+      break;
     case CellIndex::Kind::kNarrow: f(index.narrow.data()); break;
     case CellIndex::Kind::kWide: f(index.wide.data()); break;
   }
 }
 
 // Gather kernels: every cell of the table reads one cell of the sub-table. They vectorise
-// (gathers on AVX2/AVX-512) and split over threads by cell ranges.
-template <class I>
-DPCORE_VECTOR_KERNEL void gather_assign(double* __restrict x, const double* __restrict v, I idx,
-                                        std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) x[i] = v[idx[i]];
+// (contiguous or broadcast reads along runs; gathers on AVX2/AVX-512 otherwise) and split
+// over threads by cell ranges.
+enum class Gather { kAssign, kAdd, kMultiply, kExpShift };
+
+template <Gather kOp>
+__attribute__((always_inline)) inline void apply(double& x, double v) {
+  if constexpr (kOp == Gather::kAssign)
+    x = v;
+  else if constexpr (kOp == Gather::kAdd)
+    x += v;
+  else if constexpr (kOp == Gather::kMultiply)
+    x *= v;
+  else
+    x = exp_one(x - v);
+}
+template <Gather kOp, class T>
+DPCORE_VECTOR_KERNEL void gather_cells(double* __restrict x, const double* __restrict v,
+                                       const T* __restrict idx, std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) apply<kOp>(x[i], v[idx[i]]);
+}
+template <Gather kOp, int kStep>
+DPCORE_VECTOR_KERNEL void gather_run(double* __restrict x, const double* __restrict v,
+                                     std::uint64_t n) {
+  for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * kStep]);
+}
+template <Gather kOp, class I>
+void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
+  if constexpr (is_runs<I>)
+    for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
+      gather_run<kOp, I::step>(x + c, v + sub, n);
+    });
+  else
+    gather_cells<kOp>(x, v, idx, b, e);
 }
 template <class I>
-DPCORE_VECTOR_KERNEL void gather_add(double* __restrict x, const double* __restrict v, I idx,
-                                     std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) x[i] += v[idx[i]];
+void gather_assign(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
+  gather_kernel<Gather::kAssign>(x, v, idx, b, e);
 }
 template <class I>
-DPCORE_VECTOR_KERNEL void gather_multiply(double* __restrict x, const double* __restrict v, I idx,
-                                          std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) x[i] *= v[idx[i]];
+void gather_add(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
+  gather_kernel<Gather::kAdd>(x, v, idx, b, e);
 }
 template <class I>
-DPCORE_VECTOR_KERNEL void gather_exp(double* __restrict x, const double* __restrict shift, I idx,
-                                     std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) x[i] = exp_one(x[i] - shift[idx[i]]);
+void gather_multiply(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
+  gather_kernel<Gather::kMultiply>(x, v, idx, b, e);
+}
+template <class I>
+void gather_exp(double* x, const double* shift, I idx, std::uint64_t b, std::uint64_t e) {
+  gather_kernel<Gather::kExpShift>(x, shift, idx, b, e);
 }
 
-// Scatter kernels: every cell of the table updates one cell of the sub-table. Consecutive
-// cells often hit the same output (the sub-table lacks the last axes), and updating it in
-// memory would chain every cell through a store and a reload; so a run of cells with the same
-// output is combined in a register and stored once.
-template <class I, class Op>
-void scatter_runs(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e, Op op) {
+// Scatter kernels: every cell of the table updates one cell of the sub-table, by sum or max
+// (NaN never wins a max: it shows up in the exponentials instead).
+enum class Scatter { kSum, kMax };
+
+template <Scatter kOp>
+__attribute__((always_inline)) inline double combine(double a, double v) {
+  if constexpr (kOp == Scatter::kSum)
+    return a + v;
+  else
+    return v > a ? v : a;
+}
+// Along a run: element-wise into consecutive outputs, or reduced into one (eight lanes so the
+// reduction vectorises).
+template <Scatter kOp, int kStep>
+DPCORE_VECTOR_KERNEL void scatter_run(const double* __restrict x, double* __restrict out,
+                                      std::uint64_t n) {
+  if constexpr (kStep == 1) {
+    for (std::uint64_t t = 0; t < n; ++t) out[t] = combine<kOp>(out[t], x[t]);
+  } else {
+    constexpr double kUnit = kOp == Scatter::kSum ? 0.0 : kNegInf;
+    double lanes[8] = {kUnit, kUnit, kUnit, kUnit, kUnit, kUnit, kUnit, kUnit};
+    std::uint64_t t = 0;
+    for (; t + 8 <= n; t += 8)
+      for (int j = 0; j < 8; ++j) lanes[j] = combine<kOp>(lanes[j], x[t + j]);
+    double acc = out[0];
+    for (; t < n; ++t) acc = combine<kOp>(acc, x[t]);
+    for (int j = 0; j < 8; ++j) acc = combine<kOp>(acc, lanes[j]);
+    out[0] = acc;
+  }
+}
+// Cell by cell: consecutive cells often hit the same output, and updating it in memory would
+// chain every cell through a store and a reload; so a stretch of cells with the same output
+// is combined in a register and stored once.
+template <Scatter kOp, class T>
+void scatter_cells(const double* x, double* out, const T* idx, std::uint64_t b, std::uint64_t e) {
   if (b >= e) return;
   std::uint64_t cur = idx[b];
   double acc = x[b];
   for (std::uint64_t i = b + 1; i < e; ++i) {
     const std::uint64_t j = idx[i];
     if (j == cur) {
-      acc = op(acc, x[i]);
+      acc = combine<kOp>(acc, x[i]);
     } else {
-      out[cur] = op(out[cur], acc);
+      out[cur] = combine<kOp>(out[cur], acc);
       cur = j;
       acc = x[i];
     }
   }
-  out[cur] = op(out[cur], acc);
+  out[cur] = combine<kOp>(out[cur], acc);
+}
+template <Scatter kOp, class I>
+void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
+  if constexpr (is_runs<I>)
+    for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
+      scatter_run<kOp, I::step>(x + c, out + sub, n);
+    });
+  else
+    scatter_cells<kOp>(x, out, idx, b, e);
 }
 template <class I>
 void scatter_add(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  scatter_runs(x, out, idx, b, e, [](double a, double v) { return a + v; });
+  scatter_kernel<Scatter::kSum>(x, out, idx, b, e);
 }
 template <class I>
 void scatter_max(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  // NaN never wins: it shows up in the exponentials instead.
-  scatter_runs(x, out, idx, b, e, [](double a, double v) { return v > a ? v : a; });
+  scatter_kernel<Scatter::kMax>(x, out, idx, b, e);
 }
 
 // Runs a gather kernel over all cells, split over the kernel threads.
@@ -144,11 +233,6 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
     sub_shape.push_back(shape[std::size_t(at - attrs.begin())]);
   }
   index.sub_cells = checked_cell_count(sub_shape);
-  if (sub_attrs == attrs) {
-    index.kind = CellIndex::Kind::kIdentity;
-    return index;
-  }
-  if (index.sub_cells == 1) return index;  // kConstant
   if (index.sub_cells > std::numeric_limits<std::uint32_t>::max())
     throw InvalidArgument("a sub-table over " + attrs_text(sub_attrs) + " must have < 2^32 cells");
   // The sub-table's stride along each axis of the table (0 where it lacks the attribute).
@@ -158,14 +242,27 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
     stride[std::size_t(std::find(attrs.begin(), attrs.end(), sub_attrs[j]) - attrs.begin())] = step;
     step *= static_cast<std::uint64_t>(sub_shape[j]);
   }
-  auto fill = [&](auto* out) {
-    // Row-major, so the table over axes j.. is shape[j] copies of the table over axes j+1..,
-    // copy x shifted by x * stride[j]: built from the last axis outwards, one add per entry.
+  // The run: the table's last axes while the sub-table lacks them all (step 0), or while they
+  // are the sub-table's last axes in the same order (step 1); size-1 axes fit either.
+  std::size_t lead = attrs.size();  // axes [lead, end) form the run
+  std::uint64_t run = 1;
+  int run_step = -1;
+  for (; lead > 0; --lead) {
+    const std::size_t j = lead - 1;
+    if (shape[j] == 1) continue;
+    const int kind = stride[j] == 0 ? 0 : stride[j] == run ? 1 : 2;
+    if (kind == 2 || (run_step >= 0 && kind != run_step)) break;
+    run_step = kind;
+    run *= static_cast<std::uint64_t>(shape[j]);
+  }
+  // Entries for the table over axes [0, k) with the sub-table's strides, in row-major order:
+  // the table over axes j.. is shape[j] copies of the one over axes j+1.., copy x shifted by
+  // x * stride[j]; built from the last axis outwards, one add per entry.
+  auto fill = [&](auto* out, std::size_t k) {
     using T = std::remove_pointer_t<decltype(out)>;
-    const std::size_t k = attrs.size();
-    std::uint64_t size = static_cast<std::uint64_t>(shape[k - 1]);
-    for (std::uint64_t t = 0; t < size; ++t) out[t] = static_cast<T>(t * stride[k - 1]);
-    for (std::size_t j = k - 1; j-- > 0;) {
+    out[0] = 0;
+    std::uint64_t size = 1;
+    for (std::size_t j = k; j-- > 0;) {
       for (std::int64_t x = 1; x < shape[j]; ++x) {
         T* copy = out + std::uint64_t(x) * size;
         const auto shift = static_cast<T>(std::uint64_t(x) * stride[j]);
@@ -174,14 +271,20 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
       size *= static_cast<std::uint64_t>(shape[j]);
     }
   };
-  if (index.sub_cells <= (std::uint64_t{1} << 16)) {
+  if (run >= kMinRun || run == index.cells) {
+    index.kind = CellIndex::Kind::kRuns;
+    index.run = run;
+    index.step = run_step == 1 ? 1 : 0;
+    index.bases.resize(index.cells / run);
+    fill(index.bases.data(), lead);
+  } else if (index.sub_cells <= (std::uint64_t{1} << 16)) {
     index.kind = CellIndex::Kind::kNarrow;
     index.narrow.resize(index.cells);
-    fill(index.narrow.data());
+    fill(index.narrow.data(), attrs.size());
   } else {
     index.kind = CellIndex::Kind::kWide;
     index.wide.resize(index.cells);
-    fill(index.wide.data());
+    fill(index.wide.data(), attrs.size());
   }
   return index;
 }

@@ -2,6 +2,7 @@
 // the brute-force joint table; repeated runs reuse the buffers.
 #include "dpcore/calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -68,19 +69,72 @@ static void test_queries_match_the_joint() {
   }
 }
 
-static void test_cell_index() {
-  // Table over (0, 1, 2) with sizes (2, 3, 2); sub-table over (2, 0): cell (x0, x1, x2) maps
-  // to x2 * 2 + x0.
-  const CellIndex index = make_cell_index({0, 1, 2}, {2, 3, 2}, {2, 0});
-  CHECK(index.kind == CellIndex::Kind::kNarrow);
-  CHECK(index.cells == 12 && index.sub_cells == 4);
-  for (std::uint64_t cell = 0; cell < 12; ++cell) {
-    const std::uint64_t x0 = cell / 6, x2 = cell % 2;
-    CHECK(index.narrow[cell] == x2 * 2 + x0);
+// The sub-table cell of every table cell, however the index stores it.
+static std::vector<std::uint64_t> cells_of(const CellIndex& index) {
+  std::vector<std::uint64_t> out(index.cells);
+  for (std::uint64_t i = 0; i < index.cells; ++i) {
+    if (index.kind == CellIndex::Kind::kRuns)
+      out[i] = index.bases[i / index.run] + (i % index.run) * std::uint64_t(index.step);
+    else if (index.kind == CellIndex::Kind::kNarrow)
+      out[i] = index.narrow[i];
+    else
+      out[i] = index.wide[i];
   }
-  CHECK(make_cell_index({0, 1}, {2, 3}, {0, 1}).kind == CellIndex::Kind::kIdentity);
+  return out;
+}
+
+// Brute force: decode each table cell's coordinates and encode the sub-table cell.
+static std::vector<std::uint64_t> brute_index(const std::vector<AttrId>& attrs,
+                                              const std::vector<std::int64_t>& shape,
+                                              const std::vector<AttrId>& sub) {
+  const std::uint64_t cells = checked_cell_count(shape);
+  std::vector<std::uint64_t> out(cells);
+  for (std::uint64_t i = 0; i < cells; ++i) {
+    std::vector<std::int64_t> x(shape.size());
+    std::uint64_t rest = i;
+    for (std::size_t j = shape.size(); j-- > 0;) {
+      x[j] = std::int64_t(rest % std::uint64_t(shape[j]));
+      rest /= std::uint64_t(shape[j]);
+    }
+    std::uint64_t cell = 0;
+    for (AttrId a : sub) {
+      const std::size_t j = std::size_t(std::find(attrs.begin(), attrs.end(), a) - attrs.begin());
+      cell = cell * std::uint64_t(shape[j]) + std::uint64_t(x[j]);
+    }
+    out[i] = cell;
+  }
+  return out;
+}
+
+static void test_cell_index() {
+  // Every subset of a 4-axis table in every order, with shapes that give long and short runs
+  // and size-1 axes: each storage kind must agree with brute force.
+  const std::vector<AttrId> attrs{0, 1, 2, 3};
+  for (const auto& shape : {std::vector<std::int64_t>{2, 3, 2, 5}, {3, 1, 16, 9},
+                            {4, 12, 1, 2}, {1, 1, 1, 1}, {2, 70000, 1, 1}}) {
+    std::vector<AttrId> perm{0, 1, 2, 3};
+    std::sort(perm.begin(), perm.end());
+    do {
+      for (std::size_t k = 0; k <= 4; ++k) {
+        const std::vector<AttrId> sub(perm.begin(), perm.begin() + long(k));
+        const CellIndex index = make_cell_index(attrs, shape, sub);
+        CHECK(cells_of(index) == brute_index(attrs, shape, sub));
+      }
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  // The kinds, by hand: (2, 3, 2) onto (2, 0) has runs of 1 -> one entry a cell.
+  CHECK(make_cell_index({0, 1, 2}, {2, 3, 2}, {2, 0}).kind == CellIndex::Kind::kNarrow);
+  const CellIndex same = make_cell_index({0, 1}, {2, 3}, {0, 1});
+  CHECK(same.kind == CellIndex::Kind::kRuns && same.run == 6 && same.step == 1);
+  const CellIndex none = make_cell_index({0, 1}, {2, 3}, {});
+  CHECK(none.kind == CellIndex::Kind::kRuns && none.run == 6 && none.step == 0);
+  const CellIndex prefix = make_cell_index({0, 1, 2}, {5, 4, 6}, {0});  // runs of 24 onto one cell
+  CHECK(prefix.kind == CellIndex::Kind::kRuns && prefix.run == 24 && prefix.step == 0);
+  CHECK(prefix.bases.size() == 5);
+  const CellIndex suffix = make_cell_index({0, 1, 2}, {5, 4, 6}, {1, 2});  // runs of 24 onto 24
+  CHECK(suffix.kind == CellIndex::Kind::kRuns && suffix.run == 24 && suffix.step == 1);
+  CHECK(make_cell_index({0, 1, 2}, {5, 4, 3}, {0}).kind == CellIndex::Kind::kNarrow);  // run 12
   CHECK(make_cell_index({0, 1}, {2, 3}, {1, 0}).kind == CellIndex::Kind::kNarrow);
-  CHECK(make_cell_index({0, 1}, {2, 3}, {}).kind == CellIndex::Kind::kConstant);
   CHECK(make_cell_index({0, 1}, {70000, 2}, {0}).kind == CellIndex::Kind::kWide);
   CHECK_THROWS(make_cell_index({0, 1}, {2, 3}, {4}), InvalidArgument);
   CHECK_THROWS(make_cell_index({0, 1}, {2, 3}, {1, 1}), InvalidArgument);

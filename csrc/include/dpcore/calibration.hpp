@@ -27,14 +27,20 @@
 namespace dpcore {
 
 /// The cell of a sub-table that each cell of a table projects onto (both row-major over their
-/// own attribute orders). Stored as 16-bit entries when the sub-table has at most 65536
-/// cells, as separators nearly always have; no entries when the sub-table is the table itself
-/// or has no attributes.
+/// own attribute orders). When the table's last axes form runs of at least 16 cells that map to
+/// one sub-table cell (the sub-table lacks those axes: step 0) or to consecutive ones (they
+/// are the sub-table's last axes too: step 1), only each run's first sub-table cell is
+/// stored, and kernels sweep runs as contiguous or broadcast vectors; a table that is its own
+/// sub-table is one run. Otherwise there is an entry a cell, 16-bit when the sub-table has at
+/// most 65536 cells.
 struct CellIndex {
-  enum class Kind { kIdentity, kConstant, kNarrow, kWide };
-  Kind kind = Kind::kConstant;
+  enum class Kind { kRuns, kNarrow, kWide };
+  Kind kind = Kind::kRuns;
   std::uint64_t cells = 0;      ///< cells of the table
   std::uint64_t sub_cells = 1;  ///< cells of the sub-table
+  std::uint64_t run = 1;        ///< kRuns: cells a run
+  int step = 0;                 ///< kRuns: 0 or 1
+  std::vector<std::uint32_t> bases;  ///< kRuns: the sub-table cell of each run's first cell
   std::vector<std::uint16_t> narrow;
   std::vector<std::uint32_t> wide;
 };

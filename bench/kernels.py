@@ -142,8 +142,9 @@ def bench_message_passing(domain: Domain, repeats: int) -> list[tuple]:
         # One-off (index maps built per call) and compiled once, as estimation runs it.
         calibrator = tree.calibrator([f.attributes for f in potentials], [])
         flat = np.concatenate([f.values.ravel() for f in potentials])
-        for label, call in (("dpcore JunctionTree.calibrate", lambda: tree.calibrate(potentials)),
-                            ("dpcore Calibrator.run (compiled once)", lambda: calibrator.run(flat))):
+        calls = (("dpcore JunctionTree.calibrate", lambda: tree.calibrate(potentials)),
+                 ("dpcore Calibrator.run (compiled once)", lambda: calibrator.run(flat)))
+        for label, call in calls:
             t = timed(call, max(3, repeats // 2))
             rows.append((f"calibrate, {len(cliques)} 3-way cliques -> {len(tree.cliques)} "
                          f"maximal, {tree.size_mb:.1f} MB", label, *t,

@@ -340,14 +340,16 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     order[q] = int(q);
   }
   std::vector<std::uint64_t> cells(queries.size());
-  for (std::size_t q = 0; q < queries.size(); ++q) cells[q] = checked_cell_count(t.shape_of(queries[q]));
+  for (std::size_t q = 0; q < queries.size(); ++q)
+    cells[q] = checked_cell_count(t.shape_of(queries[q]));
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     if (cells[std::size_t(a)] != cells[std::size_t(b)])
       return cells[std::size_t(a)] > cells[std::size_t(b)];
     return queries[std::size_t(a)].size() > queries[std::size_t(b)].size();
   });
   query_offset_.push_back(0);
-  for (std::size_t q = 0; q < queries.size(); ++q) query_offset_.push_back(query_offset_.back() + cells[q]);
+  for (std::size_t q = 0; q < queries.size(); ++q)
+    query_offset_.push_back(query_offset_.back() + cells[q]);
   for (std::size_t pos = 0; pos < order.size(); ++pos) {
     const auto& attrs = queries[std::size_t(order[pos])];
     int source = t.containing_clique(attrs);
@@ -416,8 +418,9 @@ void Calibrator::downward(int c) {
     ratio[s] = mass > 0.0 ? sep_marginal_[ci][s] / mass : 0.0;
   }
   double* b = belief_[ci].data();
-  gather(to_parent_[ci],
-         [&](auto idx, std::uint64_t lo, std::uint64_t hi) { gather_multiply(b, ratio, idx, lo, hi); });
+  gather(to_parent_[ci], [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+    gather_multiply(b, ratio, idx, lo, hi);
+  });
   for (int d : children_[ci]) {
     const CellIndex& index = to_child_[std::size_t(d)];
     scatter(index, sep_marginal_[std::size_t(d)].data(), 0.0, false,
@@ -437,13 +440,16 @@ double Calibrator::run(const double* potentials, double* marginals) {
   const double log_partition = message_[root][0];
   if (!std::isfinite(log_partition)) diagnose(potentials, log_partition);
   for (int c : order) downward(c);
+  // Query results in evaluation order; a query read from an earlier one reads its output.
   const std::size_t k = belief_.size();
+  auto output = [&](std::size_t position) {
+    return marginals + query_offset_[std::size_t(query_slot_[position])];
+  };
   for (std::size_t pos = 0; pos < queries_.size(); ++pos) {
     const Query& q = queries_[pos];
-    const double* from = q.source < int(k)
-                             ? belief_[std::size_t(q.source)].data()
-                             : marginals + query_offset_[std::size_t(query_slot_[std::size_t(q.source) - k])];
-    scatter(q.index, marginals + query_offset_[std::size_t(query_slot_[pos])], 0.0, false,
+    const double* from = q.source < int(k) ? belief_[std::size_t(q.source)].data()
+                                           : output(std::size_t(q.source) - k);
+    scatter(q.index, output(pos), 0.0, false,
             [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
               scatter_add(from, out, idx, lo, hi);
             });

@@ -31,7 +31,8 @@ static void test_queries_match_the_joint() {
   auto tree = std::make_shared<JunctionTree>(shape, potentials);
   Calibrator calibrator(tree, potentials, queries);
   std::vector<std::uint64_t> offset{0};
-  for (const auto& q : queries) offset.push_back(offset.back() + checked_cell_count(shape_of(q, shape)));
+  for (const auto& q : queries)
+    offset.push_back(offset.back() + checked_cell_count(shape_of(q, shape)));
   CHECK(calibrator.query_cells() == offset.back());
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal(0.0, 2.0);
@@ -44,7 +45,8 @@ static void test_queries_match_the_joint() {
     for (const auto& p : potentials) {
       const auto s = shape_of(p, shape);
       const std::uint64_t n = checked_cell_count(s);
-      factors.emplace_back(p, s, std::vector<double>(flat.begin() + long(at), flat.begin() + long(at + n)));
+      const auto first = flat.begin() + long(at);
+      factors.emplace_back(p, s, std::vector<double>(first, first + long(n)));
       at += n;
     }
     std::vector<double> out(calibrator.query_cells());
@@ -142,7 +144,8 @@ static void test_cell_index() {
 }
 
 static void test_bad_input() {
-  auto tree = std::make_shared<JunctionTree>(std::vector<std::int64_t>{2, 3, 4}, Lists{{0, 1}, {1, 2}});
+  auto tree =
+      std::make_shared<JunctionTree>(std::vector<std::int64_t>{2, 3, 4}, Lists{{0, 1}, {1, 2}});
   CHECK_THROWS(Calibrator(tree, {{0, 2}}, {}), InvalidArgument);       // potential across cliques
   CHECK_THROWS(Calibrator(tree, {{0}}, {{0, 2}}), InvalidArgument);    // query across cliques
   CHECK_THROWS(Calibrator(tree, {{0, 0}}, {}), InvalidArgument);       // repeated attribute

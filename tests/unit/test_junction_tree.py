@@ -149,3 +149,25 @@ def test_out_of_clique_projection_survives_subnormal_separator_mass():
     want = (joint / joint.sum()).sum(axis=1)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+def test_calibrator_bad_input_raises_typed_errors():
+    tree = JunctionTree(CYCLE, CYCLE_CLIQUES)
+    with pytest.raises(InvalidArgumentError, match="'z'"):
+        tree.calibrator([("a", "z")], [])
+    with pytest.raises(InvalidArgumentError, match="inside one clique"):
+        tree.calibrator([("b", "d")], [])
+    with pytest.raises(InvalidArgumentError, match="inside one clique"):
+        tree.calibrator([("a",)], [("b", "d")])
+    calibrator = tree.calibrator([("a",)], [("a",)])
+    with pytest.raises(InvalidArgumentError, match="calibrated"):
+        calibrator.calibrated()  # no run yet
+    with pytest.raises(InvalidArgumentError, match="flat vector of 2 values"):
+        calibrator.run(np.zeros(3))
+    with pytest.raises(InvalidArgumentError, match="flat vector of 2 values"):
+        calibrator.run(np.zeros((1, 2)))
+    with pytest.raises(InvalidArgumentError, match="finite or -inf, got nan"):
+        calibrator.run(np.array([0.0, np.nan]))
+    with pytest.raises(InvalidArgumentError, match="positive total mass"):
+        calibrator.run(np.array([-np.inf, -np.inf]))
+    np.testing.assert_allclose(calibrator.run(np.array([0.0, np.log(3.0)])), [0.25, 0.75])

@@ -4,7 +4,8 @@
 // per iteration, and reads the marginals of the same measured attribute sets each time. A
 // Calibrator fixes all of that once: the buffers, and for every (table, sub-table) pair the
 // calibration touches an index from each cell of the table to the cell of the sub-table it
-// projects onto. A call is then a few flat loops per clique, with no allocation.
+// projects onto. A call is then a few flat loops per clique, allocating nothing but the
+// threads' private partial sums.
 //
 // The algorithm is two-pass sum-product (Koller & Friedman, ch. 10), log space upward and
 // probability space downward. Upward (leaves first), a clique's log-belief b is its

@@ -93,22 +93,6 @@ void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint
   else
     gather_cells<kOp>(x, v, idx, b, e);
 }
-template <class I>
-void gather_assign(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
-  gather_kernel<Gather::kAssign>(x, v, idx, b, e);
-}
-template <class I>
-void gather_add(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
-  gather_kernel<Gather::kAdd>(x, v, idx, b, e);
-}
-template <class I>
-void gather_multiply(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
-  gather_kernel<Gather::kMultiply>(x, v, idx, b, e);
-}
-template <class I>
-void gather_exp(double* x, const double* shift, I idx, std::uint64_t b, std::uint64_t e) {
-  gather_kernel<Gather::kExpShift>(x, shift, idx, b, e);
-}
 
 // Scatter kernels: every cell of the table updates one cell of the sub-table, by sum or max
 // (NaN never wins a max: it shows up in the exponentials instead).
@@ -168,14 +152,6 @@ void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::u
     });
   else
     scatter_cells<kOp>(x, out, idx, b, e);
-}
-template <class I>
-void scatter_add(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  scatter_kernel<Scatter::kSum>(x, out, idx, b, e);
-}
-template <class I>
-void scatter_max(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  scatter_kernel<Scatter::kMax>(x, out, idx, b, e);
 }
 
 // Runs a gather kernel over all cells, split over the kernel threads.
@@ -378,11 +354,11 @@ void Calibrator::upward(int c, const double* potentials) {
   auto add = [&](const CellIndex& index, const double* values) {
     if (first)
       gather(index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-        gather_assign(b, values, idx, lo, hi);
+        gather_kernel<Gather::kAssign>(b, values, idx, lo, hi);
       });
     else
       gather(index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-        gather_add(b, values, idx, lo, hi);
+        gather_kernel<Gather::kAdd>(b, values, idx, lo, hi);
       });
     first = false;
   };
@@ -393,15 +369,17 @@ void Calibrator::upward(int c, const double* potentials) {
   const CellIndex& up = to_parent_[ci];
   double* m = maximum_[ci].data();
   scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-    scatter_max(b, out, idx, lo, hi);
+    scatter_kernel<Scatter::kMax>(b, out, idx, lo, hi);
   });
   // A separator cell whose cells are all -inf gets shift 0: E = 0 there and its message -inf.
   for (double& x : maximum_[ci])
     if (x == kNegInf) x = 0.0;
-  gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) { gather_exp(b, m, idx, lo, hi); });
+  gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+    gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
+  });
   scatter(up, mass_[ci].data(), 0.0, false,
           [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-            scatter_add(b, out, idx, lo, hi);
+            scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
           });
   for (std::size_t s = 0; s < message_[ci].size(); ++s)
     message_[ci][s] = std::log(mass_[ci][s]) + m[s];
@@ -419,13 +397,13 @@ void Calibrator::downward(int c) {
   }
   double* b = belief_[ci].data();
   gather(to_parent_[ci], [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-    gather_multiply(b, ratio, idx, lo, hi);
+    gather_kernel<Gather::kMultiply>(b, ratio, idx, lo, hi);
   });
   for (int d : children_[ci]) {
     const CellIndex& index = to_child_[std::size_t(d)];
     scatter(index, sep_marginal_[std::size_t(d)].data(), 0.0, false,
             [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_add(b, out, idx, lo, hi);
+              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
             });
   }
 }
@@ -451,7 +429,7 @@ double Calibrator::run(const double* potentials, double* marginals) {
                                            : output(std::size_t(q.source) - k);
     scatter(q.index, output(pos), 0.0, false,
             [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_add(from, out, idx, lo, hi);
+              scatter_kernel<Scatter::kSum>(from, out, idx, lo, hi);
             });
   }
   log_partition_ = log_partition;

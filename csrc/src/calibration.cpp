@@ -163,23 +163,14 @@ void gather(const CellIndex& index, Kernel&& kernel) {
   });
 }
 
-// Runs a scatter kernel into out[0..sub_cells) filled with `fill` first. Threads sweep slices
-// into private copies of the output, merged at the end by sum or max: worth it only when the
-// output is small next to the table, as separators are next to cliques.
+// Runs a scatter kernel into out[0..sub_cells) filled with `fill` first, split over the
+// kernel threads with private outputs (parallel_scatter).
 template <class Kernel>
 void scatter(const CellIndex& index, double* out, double fill, bool take_max, Kernel&& kernel) {
-  const std::uint64_t n = index.sub_cells;
-  const unsigned parts = n * 4 <= index.cells ? chunk_count(index.cells) : 1;
-  std::vector<std::vector<double>> partial(parts - 1, std::vector<double>(n, fill));
-  std::fill(out, out + n, fill);
   with_index(index, [&](auto idx) {
-    parallel_chunks(index.cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-      kernel(part == 0 ? out : partial[part - 1].data(), idx, b, e);
-    });
+    parallel_scatter(index.cells, out, index.sub_cells, fill, take_max,
+                     [&](double* o, std::uint64_t b, std::uint64_t e) { kernel(o, idx, b, e); });
   });
-  for (const auto& other : partial)
-    for (std::uint64_t c = 0; c < n; ++c)
-      out[c] = take_max ? std::max(out[c], other[c]) : out[c] + other[c];
 }
 
 bool is_subset(const std::vector<AttrId>& sub, const std::vector<AttrId>& set) {

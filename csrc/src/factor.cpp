@@ -192,27 +192,10 @@ void broadcast_multiply(double* dst, const double* src, const StrideMap& map) {
 
 void marginalize(const double* src, const StrideMap& map, double* dst, std::uint64_t dst_cells,
                  bool log) {
-  // Threads sweep slices of src into private copies of dst, summed (or maxed) at the end;
-  // worth it only when dst is small next to src, as separators are next to cliques.
   const std::uint64_t cells = map.outer_cells;
-  const unsigned parts = dst_cells * 4 <= cells ? chunk_count(cells) : 1;
-  std::vector<std::vector<double>> partial(parts > 1 ? parts - 1 : 0);
-  auto buffer = [&](unsigned part, double fill) {
-    if (part == 0) {
-      std::fill(dst, dst + dst_cells, fill);
-      return dst;
-    }
-    partial[part - 1].assign(dst_cells, fill);
-    return partial[part - 1].data();
-  };
-  auto combine = [&](double* into, bool take_max) {
-    for (const auto& other : partial)
-      for (std::uint64_t c = 0; c < dst_cells; ++c)
-        into[c] = take_max ? std::max(into[c], other[c]) : into[c] + other[c];
-  };
   if (!log) {
-    parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-      double* out = buffer(part, 0.0);
+    parallel_scatter(cells, dst, dst_cells, 0.0, false,
+                     [&](double* out, std::uint64_t b, std::uint64_t e) {
       for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
         const double* p = src + o;
         if (s == 0) {
@@ -225,30 +208,28 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
         }
       });
     });
-    combine(dst, false);
     return;
   }
   // Stable log-sum-exp: the first sweep finds each output cell's maximum, the second sums
   // exp(x - max) so no term overflows and the largest term is exactly 1.
-  std::vector<double> maxima(dst_cells, kNegInf);
-  parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-    double* mx = part == 0 ? maxima.data() : buffer(part, kNegInf);
+  std::vector<double> maxima(dst_cells);
+  double* mx = maxima.data();
+  parallel_scatter(cells, mx, dst_cells, kNegInf, true,
+                   [&](double* out, std::uint64_t b, std::uint64_t e) {
     for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
       const double* p = src + o;
       if (s == 0) {
-        mx[i] = max_kernel(p, n, mx[i]);
+        out[i] = max_kernel(p, n, out[i]);
       } else {
-        for (std::int64_t t = 0; t < n; ++t) mx[i + t * s] = std::max(mx[i + t * s], p[t]);
+        for (std::int64_t t = 0; t < n; ++t) out[i + t * s] = std::max(out[i + t * s], p[t]);
       }
     });
   });
-  double* mx = maxima.data();
-  combine(mx, true);
   // An output whose inputs are all -inf gets shift 0 so exp(-inf - 0) = 0 and log(0) = -inf.
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     if (mx[c] == kNegInf) mx[c] = 0.0;
-  parallel_chunks(cells, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-    double* out = buffer(part, 0.0);
+  parallel_scatter(cells, dst, dst_cells, 0.0, false,
+                   [&](double* out, std::uint64_t b, std::uint64_t e) {
     std::vector<double> scratch;
     for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
       const double* p = src + o;
@@ -262,7 +243,6 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
       }
     });
   });
-  combine(dst, false);
   for (std::uint64_t c = 0; c < dst_cells; ++c)
     dst[c] = std::isinf(mx[c]) ? mx[c] : std::log(dst[c]) + mx[c];  // +inf stays +inf
 }
@@ -380,11 +360,7 @@ Factor& Factor::add_scalar(double c) {
 }
 
 Factor& Factor::multiply_scalar(double c) {
-  double* v = values_.data();
-  parallel_chunks(values_.size(), chunk_count(values_.size()),
-                  [&](unsigned, std::uint64_t b, std::uint64_t e) {
-                    for (std::uint64_t i = b; i < e; ++i) v[i] *= c;
-                  });
+  for (double& v : values_) v *= c;
   return *this;
 }
 

@@ -45,4 +45,22 @@ void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
   for (auto& t : threads) t.join();
 }
 
+/// Sweeps n cells of a table into out[0..out_cells), first filled with `fill`: fn(out, begin,
+/// end) on slices of [0, n). Each thread but the caller gets a private copy of the output, and
+/// the copies are merged by sum (or max) at the end; so slices are cut only when the output is
+/// small next to the table, as separators are next to cliques.
+template <class F>
+void parallel_scatter(std::uint64_t n, double* out, std::uint64_t out_cells, double fill,
+                      bool take_max, F&& fn) {
+  const unsigned parts = out_cells * 4 <= n ? chunk_count(n) : 1;
+  std::vector<std::vector<double>> partial(parts - 1, std::vector<double>(out_cells, fill));
+  std::fill(out, out + out_cells, fill);
+  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+    fn(part == 0 ? out : partial[part - 1].data(), b, e);
+  });
+  for (const auto& other : partial)
+    for (std::uint64_t c = 0; c < out_cells; ++c)
+      out[c] = take_max ? std::max(out[c], other[c]) : out[c] + other[c];
+}
+
 }  // namespace dpcore

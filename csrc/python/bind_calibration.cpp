@@ -48,6 +48,25 @@ void bind_calibration(py::module_& m) {
           },
           py::arg("potentials"),
           "Calibrate; returns the concatenated query marginals (each summing to 1).")
+      .def(
+          "spread",
+          [](Calibrator& c, const Array& values) {
+            if (values.ndim() != 1 ||
+                static_cast<std::uint64_t>(values.size()) != c.query_cells())
+              throw dpcore::InvalidArgument(
+                  "query values must be a flat vector of " + std::to_string(c.query_cells()) +
+                  " values, got shape with " + std::to_string(values.size()) + " values and " +
+                  std::to_string(values.ndim()) + " axes");
+            py::array_t<double> out(static_cast<py::ssize_t>(c.potential_cells()));
+            {
+              py::gil_scoped_release release;
+              c.spread(values.data(), out.mutable_data());
+            }
+            return out;
+          },
+          py::arg("values"),
+          "The transpose of the query map: query values broadcast into the first potential "
+          "containing each query, summed.")
       .def("calibrated", [](const Calibrator& c) { return c.calibrated(); },
            "The calibrated tree of the last run (beliefs, separator marginals, log-partition).");
 }

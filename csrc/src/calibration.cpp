@@ -154,6 +154,24 @@ void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::u
     scatter_cells<kOp>(x, out, idx, b, e);
 }
 
+// Contiguous sweeps for the upward fast path: the maximum of a table (eight lanes so it
+// vectorises; NaN never wins) and x <- exp(x - shift).
+DPCORE_VECTOR_KERNEL double max_cells(const double* __restrict x, std::uint64_t b,
+                                      std::uint64_t e) {
+  double lanes[8] = {kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf};
+  std::uint64_t i = b;
+  for (; i + 8 <= e; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  double acc = kNegInf;
+  for (; i < e; ++i) acc = x[i] > acc ? x[i] : acc;
+  for (int j = 0; j < 8; ++j) acc = lanes[j] > acc ? lanes[j] : acc;
+  return acc;
+}
+DPCORE_VECTOR_KERNEL void exp_cells(double* __restrict x, double shift, std::uint64_t b,
+                                    std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) x[i] = exp_one(x[i] - shift);
+}
+
 // Runs a gather kernel over all cells, split over the kernel threads.
 template <class Kernel>
 void gather(const CellIndex& index, Kernel&& kernel) {
@@ -314,6 +332,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
       return cells[std::size_t(a)] > cells[std::size_t(b)];
     return queries[std::size_t(a)].size() > queries[std::size_t(b)].size();
   });
+  query_attrs_ = queries;
   query_offset_.push_back(0);
   for (std::size_t q = 0; q < queries.size(); ++q)
     query_offset_.push_back(query_offset_.back() + cells[q]);
@@ -338,7 +357,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   }
 }
 
-void Calibrator::upward(int c, const double* potentials) {
+void Calibrator::log_belief(int c, const double* potentials) {
   const auto ci = std::size_t(c);
   double* b = belief_[ci].data();
   bool first = true;
@@ -357,7 +376,42 @@ void Calibrator::upward(int c, const double* potentials) {
     add(in.index, potentials + potential_offset_[std::size_t(in.potential)]);
   for (int d : children_[ci]) add(to_child_[std::size_t(d)], message_[std::size_t(d)].data());
   if (first) std::fill(belief_[ci].begin(), belief_[ci].end(), 0.0);
+}
+
+void Calibrator::upward(int c, const double* potentials) {
+  const auto ci = std::size_t(c);
+  log_belief(c, potentials);
+  double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
+  const std::uint64_t cells = up.cells;
+  // Fast path: one shift for the whole clique, its maximum. The exponentials are then a
+  // contiguous sweep and no per-separator-cell maximum is needed. It is exact when every
+  // separator cell keeps a mass of at least kMinMass relative to the clique's maximum: a
+  // flushed E (below e^-708) is then below 2^32 e^-708 / kMinMass < 1e-48 of its row's mass.
+  // Otherwise (rows far below the rest, all--inf rows, NaN or +inf) the clique is redone
+  // with the per-separator-cell maximum.
+  constexpr double kMinMass = 1e-250;
+  const unsigned parts = chunk_count(cells);
+  std::vector<double> part_max(parts, kNegInf);
+  parallel_chunks(cells, parts, [&](unsigned p, std::uint64_t lo, std::uint64_t hi) {
+    part_max[p] = max_cells(b, lo, hi);
+  });
+  const double shift = *std::max_element(part_max.begin(), part_max.end());
+  if (std::isfinite(shift)) {
+    parallel_chunks(cells, parts, [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
+      exp_cells(b, shift, lo, hi);
+    });
+    scatter(up, mass_[ci].data(), 0.0, false,
+            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
+            });
+    const auto& mass = mass_[ci];
+    if (std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; })) {
+      for (std::size_t s = 0; s < mass.size(); ++s) message_[ci][s] = std::log(mass[s]) + shift;
+      return;
+    }
+    log_belief(c, potentials);
+  }
   double* m = maximum_[ci].data();
   scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
     scatter_kernel<Scatter::kMax>(b, out, idx, lo, hi);
@@ -426,6 +480,38 @@ double Calibrator::run(const double* potentials, double* marginals) {
   log_partition_ = log_partition;
   calibrated_ = true;
   return log_partition;
+}
+
+void Calibrator::spread(const double* query_values, double* potential_values) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const JunctionTree& t = *tree_;
+  if (!spreads_built_) {
+    // Indexes are built on first use: a Calibrator that only calibrates does not hold them.
+    std::vector<std::vector<Spread>> spreads(potentials_.size());
+    for (std::size_t q = 0; q < query_attrs_.size(); ++q) {
+      const auto& attrs = query_attrs_[q];
+      const auto f = std::size_t(std::find_if(potentials_.begin(), potentials_.end(),
+                                              [&](const auto& p) { return is_subset(attrs, p); }) -
+                                 potentials_.begin());
+      if (f == potentials_.size())
+        throw InvalidArgument("spread needs every query inside a potential, got query " +
+                              attrs_text(attrs));
+      spreads[f].push_back(
+          {int(q), make_cell_index(potentials_[f], t.shape_of(potentials_[f]), attrs)});
+    }
+    spreads_ = std::move(spreads);
+    spreads_built_ = true;
+  }
+  for (std::size_t f = 0; f < potentials_.size(); ++f) {
+    double* out = potential_values + potential_offset_[f];
+    std::fill(out, potential_values + potential_offset_[f + 1], 0.0);
+    for (const Spread& sp : spreads_[f]) {
+      const double* values = query_values + query_offset_[std::size_t(sp.query)];
+      gather(sp.index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+        gather_kernel<Gather::kAdd>(out, values, idx, lo, hi);
+      });
+    }
+  }
 }
 
 void Calibrator::diagnose(const double* potentials, double log_partition) const {

@@ -143,6 +143,51 @@ static void test_cell_index() {
   CHECK_THROWS(make_cell_index({0, 1}, {2}, {0}), InvalidArgument);
 }
 
+static void test_spread_is_the_transpose_of_marginalising() {
+  // <spread(v), theta> = sum_q <v_q, theta_f(q) summed onto q>, f(q) the first potential
+  // containing q, for random v and theta: the adjoint identity pins the map down.
+  const std::vector<std::int64_t> shape{3, 2, 4, 2, 3};
+  const Lists potentials{{1, 0}, {1, 2}, {3, 2}, {2}};
+  const Lists queries{{0}, {2, 1}, {3, 2}, {1, 0}, {2}, {}, {2, 3}};
+  auto tree = std::make_shared<JunctionTree>(shape, potentials);
+  Calibrator calibrator(tree, potentials, queries);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> theta(calibrator.potential_cells()), v(calibrator.query_cells());
+  for (double& x : theta) x = normal(rng);
+  for (double& x : v) x = normal(rng);
+  std::vector<double> out(calibrator.potential_cells(), NAN);
+  calibrator.spread(v.data(), out.data());
+  double lhs = 0.0;
+  for (std::size_t i = 0; i < out.size(); ++i) lhs += out[i] * theta[i];
+  std::vector<Factor> tables;
+  std::uint64_t at = 0;
+  for (const auto& p : potentials) {
+    const auto s = shape_of(p, shape);
+    const std::uint64_t n = checked_cell_count(s);
+    tables.emplace_back(p, s, std::vector<double>(theta.begin() + long(at),
+                                                  theta.begin() + long(at + n)));
+    at += n;
+  }
+  double rhs = 0.0;
+  at = 0;
+  for (const auto& q : queries) {
+    const auto f = std::find_if(potentials.begin(), potentials.end(), [&](const auto& p) {
+      return std::all_of(q.begin(), q.end(), [&](AttrId a) {
+        return std::find(p.begin(), p.end(), a) != p.end();
+      });
+    });
+    const Factor summed = tables[std::size_t(f - potentials.begin())].project(q);
+    for (double x : summed.values()) rhs += v[at++] * x;
+  }
+  CHECK_NEAR(lhs, rhs, 1e-10);
+  // A query inside a clique but inside no potential cannot be spread.
+  auto wide = std::make_shared<JunctionTree>(shape, Lists{{1, 0}, {4}});
+  Calibrator outside(wide, {{1, 0}}, {{4}});
+  std::vector<double> three(3, 1.0), six(6);
+  CHECK_THROWS(outside.spread(three.data(), six.data()), InvalidArgument);
+}
+
 static void test_bad_input() {
   auto tree =
       std::make_shared<JunctionTree>(std::vector<std::int64_t>{2, 3, 4}, Lists{{0, 1}, {1, 2}});
@@ -171,6 +216,7 @@ static void test_bad_input() {
 int main() {
   test_queries_match_the_joint();
   test_cell_index();
+  test_spread_is_the_transpose_of_marginalising();
   test_bad_input();
   return dpcore_test::report();
 }

@@ -249,3 +249,26 @@ def test_calibrator_on_large_cliques_matches_the_joint(seed, data):
                   for c in cliques]
     tree = JunctionTree(domain, cliques)
     _check_calibrator(domain, tree, potentials, _calibrator_queries(tree, data.draw))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([800.0, 5000.0]), st.data())
+def test_calibrator_is_exact_when_separator_rows_are_far_apart(seed, offset, data):
+    """One clique pushes a separator value's rows `offset` below the rest and its neighbour
+    pushes them back up, so the joint is ordinary but the first clique's message has rows
+    e^-offset apart: the fast path's one shift per clique would flush them, and the
+    calibrator must notice and use a shift per separator cell."""
+    rng = np.random.default_rng(seed)
+    domain = Domain(("a", "b", "c"), tuple(int(s) for s in rng.integers(2, 6, 3)))
+    value = int(rng.integers(domain["b"]))
+    sign = data.draw(st.sampled_from([-1.0, 1.0]))
+    potentials = []
+    for k, clique in enumerate([("a", "b"), ("b", "c")]):
+        sub = domain.project(clique)
+        values = rng.standard_normal(sub.shape)
+        values[(slice(None), value) if clique[1] == "b" else (value, slice(None))] += (
+            sign * offset if k == 0 else -sign * offset)
+        potentials.append(Factor(sub, values))
+    tree = JunctionTree(domain, [("a", "b"), ("b", "c")])
+    queries = [("a", "b"), ("c", "b"), ("b",)]
+    _check_calibrator(domain, tree, potentials, queries)

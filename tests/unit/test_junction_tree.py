@@ -171,3 +171,9 @@ def test_calibrator_bad_input_raises_typed_errors():
     with pytest.raises(InvalidArgumentError, match="positive total mass"):
         calibrator.run(np.array([-np.inf, -np.inf]))
     np.testing.assert_allclose(calibrator.run(np.array([0.0, np.log(3.0)])), [0.25, 0.75])
+    with pytest.raises(InvalidArgumentError, match="flat vector of 2 values"):
+        calibrator.spread(np.zeros(3))
+    np.testing.assert_allclose(calibrator.spread(np.array([1.0, 2.0])), [1.0, 2.0])
+    outside = tree.calibrator([("a",)], [("b",)])
+    with pytest.raises(InvalidArgumentError, match="inside a potential"):
+        outside.spread(np.zeros(3))

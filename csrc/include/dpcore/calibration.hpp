@@ -9,9 +9,11 @@
 //
 // The algorithm is two-pass sum-product (Koller & Friedman, ch. 10), log space upward and
 // probability space downward. Upward (leaves first), a clique's log-belief b is its
-// potentials plus its children's messages; with m(s) the maximum of b over the cells on
-// separator cell s, it keeps E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. Every
-// separator cell's largest term is exactly 1, so a message never underflows. Downward
+// potentials plus its children's messages; with a shift m(s) per separator cell s, it keeps
+// E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. The shift is the clique's
+// maximum, one contiguous sweep; where that leaves a separator cell with a mass under 1e-250
+// (its cells far below the rest, or all -inf), the clique is redone with m(s) the maximum
+// over the cells on s, whose largest term is exactly 1, so a message never underflows. Downward
 // (root first), the clique's marginal is P = E * M(s) / Σ_s E, where M is the parent's
 // marginal on the separator: the exponentials are not recomputed. A cell whose E flushes to 0
 // (b(x) < m(s) - 708) has probability at most e^-708, which float64 marginals cannot hold
@@ -75,6 +77,12 @@ class Calibrator {
   /// to 1. Returns log Σ_x exp(Σ_f f(x_f)). InvalidArgument naming the potential when a value
   /// is NaN or +inf, and when the total mass is zero.
   double run(const double* potentials, double* marginals);
+  /// The transpose of the query map, for gradients: writes into the flat potential vector
+  /// the sum, over queries, of each query's values (a flat vector as run() writes) broadcast
+  /// over the first potential whose attributes contain the query's. A gradient in the
+  /// marginals becomes one in the log-potentials (the mirror-descent step of Private-PGM).
+  /// InvalidArgument when a query lies inside no potential.
+  void spread(const double* query_values, double* potential_values);
   /// The clique beliefs and separator marginals of the last run() (InvalidArgument before).
   CalibratedTree calibrated() const&;
   /// The same, moving the tables out of a Calibrator that is done: run() then throws.
@@ -89,6 +97,7 @@ class Calibrator {
     int source;          // clique index, or tree cliques + query index when from a query
     CellIndex index;     // source cell -> query cell
   };
+  void log_belief(int clique, const double* potentials);  // potentials + child messages
   void upward(int clique, const double* potentials);
   void downward(int clique);
   [[noreturn]] void diagnose(const double* potentials, double log_partition) const;
@@ -104,6 +113,13 @@ class Calibrator {
   std::vector<CellIndex> to_parent_;          // per clique: cell -> separator cell (root: 1 cell)
   std::vector<CellIndex> to_child_;           // per child clique: parent cell -> separator cell
   std::vector<Query> queries_;                // in evaluation order (supersets first)
+  std::vector<std::vector<AttrId>> query_attrs_;  // in output order
+  struct Spread {
+    int query;
+    CellIndex index;  // potential cell -> query cell
+  };
+  std::vector<std::vector<Spread>> spreads_;  // per potential; built by the first spread()
+  bool spreads_built_ = false;
   std::vector<int> query_slot_;               // evaluation position -> output position
   std::vector<std::vector<double>> belief_;   // per clique: log-belief, then E, then marginal
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio

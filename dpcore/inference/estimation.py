@@ -125,7 +125,7 @@ def fit(problem: Problem, oracle, theta: np.ndarray, *, max_iters: int, tol: flo
     converged = False
     iters = 0
     for iters in range(1, max_iters + 1):
-        step = problem.clique_gradient(g)
+        step = oracle.clique_gradient(g)
         accepted = None
         if method == "accelerated" and prev_theta is not None:
             beta = momentum / (momentum + 3.0)

@@ -42,6 +42,12 @@ class TreeOracle:
         """Flat clique log-potentials -> flat group marginals (probabilities)."""
         return self._calibrator.run(theta)
 
+    def clique_gradient(self, group_grad: np.ndarray) -> np.ndarray:
+        """``Problem.clique_gradient`` by the compiled calibrator's ``spread``: the same
+        broadcast of each group into the first clique containing it, without the sparse
+        matrix (which costs as much as a small tree's calibration)."""
+        return self._calibrator.spread(group_grad)
+
     def calibrated(self, theta: np.ndarray):
         """The public ``CalibratedTree`` for ``theta`` (for the fitted model)."""
         from dpcore.junction_tree import CalibratedTree
@@ -73,6 +79,9 @@ class DenseOracle:
             logits = logits + v.reshape(shape)
         log_z = float(logsumexp(logits))
         return np.exp(logits - log_z), log_z
+
+    def clique_gradient(self, group_grad: np.ndarray) -> np.ndarray:
+        return self.problem.clique_gradient(group_grad)
 
     def __call__(self, theta: np.ndarray) -> np.ndarray:
         p, _ = self.joint(theta)

@@ -65,6 +65,7 @@ class Problem:
         self.rows = sum(m.noisy.size for m in self.measurements)
         self.smoothness = self._smoothness()
         self._pool_identity()
+        self._slope = self._weight * (2.0 * self.total)  # d/dp of W (N p - ybar)^2 is 2 N W r
 
     def _spread_matrix(self, order):
         """Sparse map from group cells to clique cells: each group's gradient is added into the
@@ -137,10 +138,10 @@ class Problem:
     def loss_and_gradient(self, marginals: np.ndarray) -> tuple[float, np.ndarray]:
         """Loss (counts) and its gradient in the flat group marginals (probabilities)."""
         n = self.total
-        r = marginals * n - self._target
-        wr = self._weight * r
-        loss = dot(wr, r) + self._constant
-        grad = wr * (2.0 * n)
+        r = marginals * n
+        r -= self._target
+        grad = self._slope * r
+        loss = dot(grad, r) / (2.0 * n) + self._constant
         for m, where, (g, perm, inv, shape) in self._general:
             p = marginals[where].reshape(self.group_shapes[g])
             mu = (p if perm == tuple(range(len(perm))) else p.transpose(perm)).ravel() * n

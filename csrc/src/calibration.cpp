@@ -28,8 +28,17 @@ struct Runs {
   const std::uint32_t* bases;
   std::uint64_t run;
 };
+// A block-structured index: block r covers cells [r * run, (r + 1) * run), `width` cells
+// after `width` cells mapping to sub-table cells bases[r] .. bases[r] + width - 1.
+struct Blocks {
+  const std::uint32_t* bases;
+  std::uint64_t run;
+  std::uint64_t width;
+};
 template <class I>
-constexpr bool is_runs = !std::is_pointer_v<I>;
+constexpr bool is_blocks = std::is_same_v<I, Blocks>;
+template <class I>
+constexpr bool is_runs = !std::is_pointer_v<I> && !is_blocks<I>;
 
 // Calls f(cell, n, sub) on the pieces of runs that tile [b, e): n cells from `cell` on, the
 // first of them mapped to sub-table cell `sub`.
@@ -53,9 +62,26 @@ void with_index(const CellIndex& index, F&& f) {
       else
         f(Runs<1>{index.bases.data(), index.run});
       break;
+    case CellIndex::Kind::kBlocks: f(Blocks{index.bases.data(), index.run, index.width}); break;
     case CellIndex::Kind::kNarrow: f(index.narrow.data()); break;
     case CellIndex::Kind::kWide: f(index.wide.data()); break;
   }
+}
+
+// Calls whole(first cell, sub) on the whole blocks inside [b, e) and part(cell, sub) on each
+// cell of the partial blocks at its ends (where threads split a table).
+template <class Whole, class Part>
+void for_each_block(Blocks ix, std::uint64_t b, std::uint64_t e, Whole&& whole, Part&& part) {
+  auto cells = [&](std::uint64_t lo, std::uint64_t hi) {
+    for (std::uint64_t c = lo; c < hi; ++c)
+      part(c, std::uint64_t{ix.bases[c / ix.run]} + (c % ix.run) % ix.width);
+  };
+  const std::uint64_t first = (b + ix.run - 1) / ix.run;
+  const std::uint64_t last = e / ix.run;
+  if (first >= last) return cells(b, e);
+  cells(b, first * ix.run);
+  for (std::uint64_t r = first; r < last; ++r) whole(r * ix.run, std::uint64_t{ix.bases[r]});
+  cells(last * ix.run, e);
 }
 
 // Gather kernels: every cell of the table reads one cell of the sub-table. They vectorise
@@ -84,9 +110,26 @@ DPCORE_VECTOR_KERNEL void gather_run(double* __restrict x, const double* __restr
                                      std::uint64_t n) {
   for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * kStep]);
 }
+// A block: each sub-table value is applied along a stride (an inner loop over the short
+// width would spend its time entering and leaving the loop).
+template <Gather kOp>
+DPCORE_VECTOR_KERNEL void gather_block(double* __restrict x, const double* __restrict v,
+                                       std::uint64_t run, std::uint64_t width) {
+  for (std::uint64_t t = 0; t < width; ++t) {
+    const double value = v[t];
+    for (std::uint64_t o = t; o < run; o += width) apply<kOp>(x[o], value);
+  }
+}
 template <Gather kOp, class I>
 void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
-  if constexpr (is_runs<I>)
+  if constexpr (is_blocks<I>)
+    for_each_block(
+        idx, b, e,
+        [&](std::uint64_t c, std::uint64_t sub) {
+          gather_block<kOp>(x + c, v + sub, idx.run, idx.width);
+        },
+        [&](std::uint64_t c, std::uint64_t sub) { apply<kOp>(x[c], v[sub]); });
+  else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
       gather_run<kOp, I::step>(x + c, v + sub, n);
     });
@@ -144,9 +187,36 @@ void scatter_cells(const double* x, double* out, const T* idx, std::uint64_t b, 
   }
   out[cur] = combine<kOp>(out[cur], acc);
 }
+// A block: each of its `width` outputs is a strided reduction over the block, in four
+// partial results so the chain of combines is not one long dependency.
+template <Scatter kOp>
+void scatter_block(const double* __restrict x, double* __restrict out, std::uint64_t run,
+                   std::uint64_t width) {
+  constexpr double kUnit = kOp == Scatter::kSum ? 0.0 : kNegInf;
+  const std::uint64_t stride = 4 * width;
+  for (std::uint64_t t = 0; t < width; ++t) {
+    double a0 = kUnit, a1 = kUnit, a2 = kUnit, a3 = kUnit;
+    std::uint64_t o = t;
+    for (; o + 3 * width < run; o += stride) {
+      a0 = combine<kOp>(a0, x[o]);
+      a1 = combine<kOp>(a1, x[o + width]);
+      a2 = combine<kOp>(a2, x[o + 2 * width]);
+      a3 = combine<kOp>(a3, x[o + 3 * width]);
+    }
+    for (; o < run; o += width) a0 = combine<kOp>(a0, x[o]);
+    out[t] = combine<kOp>(out[t], combine<kOp>(combine<kOp>(a0, a1), combine<kOp>(a2, a3)));
+  }
+}
 template <Scatter kOp, class I>
 void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
-  if constexpr (is_runs<I>)
+  if constexpr (is_blocks<I>)
+    for_each_block(
+        idx, b, e,
+        [&](std::uint64_t c, std::uint64_t sub) {
+          scatter_block<kOp>(x + c, out + sub, idx.run, idx.width);
+        },
+        [&](std::uint64_t c, std::uint64_t sub) { out[sub] = combine<kOp>(out[sub], x[c]); });
+  else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
       scatter_run<kOp, I::step>(x + c, out + sub, n);
     });
@@ -256,12 +326,24 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
       size *= static_cast<std::uint64_t>(shape[j]);
     }
   };
+  // Short step-1 runs preceded by axes the sub-table lacks: blocks of those axes times the run.
+  std::size_t block_lead = lead;
+  std::uint64_t block = run;
+  if (run_step == 1 && run < kMinRun)
+    for (; block_lead > 0 && stride[block_lead - 1] == 0; --block_lead)
+      block *= static_cast<std::uint64_t>(shape[block_lead - 1]);
   if (run >= kMinRun || run == index.cells) {
     index.kind = CellIndex::Kind::kRuns;
     index.run = run;
     index.step = run_step == 1 ? 1 : 0;
     index.bases.resize(index.cells / run);
     fill(index.bases.data(), lead);
+  } else if (block >= kMinRun && block > run) {
+    index.kind = CellIndex::Kind::kBlocks;
+    index.run = block;
+    index.width = run;
+    index.bases.resize(index.cells / block);
+    fill(index.bases.data(), block_lead);
   } else if (index.sub_cells <= (std::uint64_t{1} << 16)) {
     index.kind = CellIndex::Kind::kNarrow;
     index.narrow.resize(index.cells);

@@ -77,6 +77,8 @@ static std::vector<std::uint64_t> cells_of(const CellIndex& index) {
   for (std::uint64_t i = 0; i < index.cells; ++i) {
     if (index.kind == CellIndex::Kind::kRuns)
       out[i] = index.bases[i / index.run] + (i % index.run) * std::uint64_t(index.step);
+    else if (index.kind == CellIndex::Kind::kBlocks)
+      out[i] = index.bases[i / index.run] + (i % index.run) % index.width;
     else if (index.kind == CellIndex::Kind::kNarrow)
       out[i] = index.narrow[i];
     else
@@ -113,7 +115,7 @@ static void test_cell_index() {
   // and size-1 axes: each storage kind must agree with brute force.
   const std::vector<AttrId> attrs{0, 1, 2, 3};
   for (const auto& shape : {std::vector<std::int64_t>{2, 3, 2, 5}, {3, 1, 16, 9},
-                            {4, 12, 1, 2}, {1, 1, 1, 1}, {2, 70000, 1, 1}}) {
+                            {4, 12, 1, 2}, {1, 1, 1, 1}, {2, 70000, 1, 1}, {3, 7, 5, 2}}) {
     std::vector<AttrId> perm{0, 1, 2, 3};
     std::sort(perm.begin(), perm.end());
     do {
@@ -138,6 +140,11 @@ static void test_cell_index() {
   CHECK(make_cell_index({0, 1, 2}, {5, 4, 3}, {0}).kind == CellIndex::Kind::kNarrow);  // run 12
   CHECK(make_cell_index({0, 1}, {2, 3}, {1, 0}).kind == CellIndex::Kind::kNarrow);
   CHECK(make_cell_index({0, 1}, {70000, 2}, {0}).kind == CellIndex::Kind::kWide);
+  // AIM's (age, marital, sex, native-country, income) onto its separator without the
+  // native country: blocks of 42 x 2 cells over 2 consecutive separator cells.
+  const CellIndex blocks = make_cell_index({0, 1, 2, 3, 4}, {32, 7, 2, 42, 2}, {0, 1, 2, 4});
+  CHECK(blocks.kind == CellIndex::Kind::kBlocks && blocks.run == 84 && blocks.width == 2);
+  CHECK(make_cell_index({0, 1, 2}, {5, 3, 2}, {0, 2}).kind == CellIndex::Kind::kNarrow);  // 6
   CHECK_THROWS(make_cell_index({0, 1}, {2, 3}, {4}), InvalidArgument);
   CHECK_THROWS(make_cell_index({0, 1}, {2, 3}, {1, 1}), InvalidArgument);
   CHECK_THROWS(make_cell_index({0, 1}, {2}, {0}), InvalidArgument);

@@ -34,16 +34,20 @@ namespace dpcore {
 /// one sub-table cell (the sub-table lacks those axes: step 0) or to consecutive ones (they
 /// are the sub-table's last axes too: step 1), only each run's first sub-table cell is
 /// stored, and kernels sweep runs as contiguous or broadcast vectors; a table that is its own
-/// sub-table is one run. Otherwise there is an entry a cell, 16-bit when the sub-table has at
-/// most 65536 cells.
+/// sub-table is one run. When step-1 runs are shorter (`width` cells) but the axes before
+/// them are not in the sub-table, blocks of at least 16 cells repeat one stretch of `width`
+/// sub-table cells, and only each block's first sub-table cell is stored (kBlocks; scatters
+/// reduce a block with a stride instead of updating alternating outputs cell by cell).
+/// Otherwise there is an entry a cell, 16-bit when the sub-table has at most 65536 cells.
 struct CellIndex {
-  enum class Kind { kRuns, kNarrow, kWide };
+  enum class Kind { kRuns, kBlocks, kNarrow, kWide };
   Kind kind = Kind::kRuns;
   std::uint64_t cells = 0;      ///< cells of the table
   std::uint64_t sub_cells = 1;  ///< cells of the sub-table
-  std::uint64_t run = 1;        ///< kRuns: cells a run
+  std::uint64_t run = 1;        ///< kRuns: cells a run; kBlocks: cells a block
   int step = 0;                 ///< kRuns: 0 or 1
-  std::vector<std::uint32_t> bases;  ///< kRuns: the sub-table cell of each run's first cell
+  std::uint64_t width = 1;      ///< kBlocks: consecutive sub-table cells a block repeats
+  std::vector<std::uint32_t> bases;  ///< kRuns, kBlocks: the first cell's sub-table cell
   std::vector<std::uint16_t> narrow;
   std::vector<std::uint32_t> wide;
 };

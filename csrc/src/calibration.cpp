@@ -1,6 +1,7 @@
 #include "dpcore/calibration.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -474,11 +475,12 @@ void Calibrator::upward(int c, const double* potentials) {
   // with the per-separator-cell maximum.
   constexpr double kMinMass = 1e-250;
   const unsigned parts = chunk_count(cells);
-  std::vector<double> part_max(parts, kNegInf);
+  std::array<double, kMaxKernelThreads> part_max;
+  part_max.fill(kNegInf);
   parallel_chunks(cells, parts, [&](unsigned p, std::uint64_t lo, std::uint64_t hi) {
     part_max[p] = max_cells(b, lo, hi);
   });
-  const double shift = *std::max_element(part_max.begin(), part_max.end());
+  const double shift = *std::max_element(part_max.begin(), part_max.begin() + parts);
   if (std::isfinite(shift)) {
     parallel_chunks(cells, parts, [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
       exp_cells(b, shift, lo, hi);

@@ -14,9 +14,10 @@ constexpr std::uint64_t kGrainCells = std::uint64_t{1} << 15;
 /// Threads worth using: the cores, at most 4 (the tables fit in cache shares beyond that).
 /// Read once: glibc answers hardware_concurrency() by parsing /sys files, a few syscalls that
 /// cost more than a small kernel call itself.
+constexpr unsigned kMaxKernelThreads = 4;
 inline unsigned kernel_threads() {
   static const unsigned threads =
-      std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+      std::max(1u, std::min(kMaxKernelThreads, std::thread::hardware_concurrency()));
   return threads;
 }
 

@@ -5,7 +5,7 @@ its engine. Attributes are named by position (0-based ids in domain order). Erro
 classes of dpcore.errors: InvalidArgumentError, DomainError, TableTooLargeError (ValueError)
 and DpcoreTypeError (TypeError).
 """
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +96,22 @@ class Calibrator:
     def run(self, potentials: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
     def spread(self, values: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
     def calibrated(self) -> CalibratedTree: ...
+
+# -- estimation (bind_estimation.cpp) -------------------------------------------------------
+def fit(
+    calibrator: Calibrator,
+    slope: npt.ArrayLike,
+    target: npt.ArrayLike,
+    total: float,
+    constant: float,
+    extra: Callable[[npt.NDArray[np.float64], npt.NDArray[np.float64]], float] | None,
+    theta: npt.ArrayLike,
+    max_iters: int,
+    tol: float,
+    smoothness: float,
+    accelerated: bool,
+    callback: Callable[[int, float], object] | None,
+) -> tuple[npt.NDArray[np.float64], list[float], int, bool, int]: ...
 
 # -- sampling (bind_sampling.cpp) ------------------------------------------------------------
 def sample_group(

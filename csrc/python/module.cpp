@@ -11,6 +11,7 @@ void bind_marginals(py::module_& m);
 void bind_factor(py::module_& m);
 void bind_junction_tree(py::module_& m);
 void bind_calibration(py::module_& m);
+void bind_estimation(py::module_& m);
 void bind_sampling(py::module_& m);
 void bind_noise(py::module_& m);
 
@@ -40,6 +41,7 @@ PYBIND11_MODULE(_core, m) {
   bind_factor(m);
   bind_junction_tree(m);
   bind_calibration(m);
+  bind_estimation(m);
   bind_sampling(m);
   bind_noise(m);
 }

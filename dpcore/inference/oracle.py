@@ -48,6 +48,20 @@ class TreeOracle:
         matrix (which costs as much as a small tree's calibration)."""
         return self._calibrator.spread(group_grad)
 
+    def fit(self, theta: np.ndarray, *, max_iters: int, tol: float, accelerated: bool,
+            callback=None):
+        """The compiled optimiser (``dpcore::fit``, see :mod:`dpcore.inference.estimation`)
+        from flat ``theta``; returns (theta, loss history, iterations, converged,
+        calibrations)."""
+        from dpcore import _core
+
+        problem = self.problem
+        slope, target, constant = problem.identity_terms()
+        return _core.fit(self._calibrator, slope, target, problem.total, constant,
+                         problem.extra_loss if problem.has_extra else None, theta,
+                         min(max_iters, 2**31 - 1), tol, problem.smoothness, accelerated,
+                         callback)
+
     def calibrated(self, theta: np.ndarray):
         """The public ``CalibratedTree`` for ``theta`` (for the fitted model)."""
         from dpcore.junction_tree import CalibratedTree

@@ -136,19 +136,42 @@ class Problem:
         return max(total * self.total**2, 1e-300)
 
     def loss_and_gradient(self, marginals: np.ndarray) -> tuple[float, np.ndarray]:
-        """Loss (counts) and its gradient in the flat group marginals (probabilities)."""
+        """Loss (counts) and its gradient in the flat group marginals (probabilities).
+
+        The reference for the compiled loop (``dpcore::fit``), which computes the pooled
+        identity terms (:meth:`identity_terms`) itself and calls :meth:`extra_loss`.
+        """
         n = self.total
         r = marginals * n
         r -= self._target
         grad = self._slope * r
         loss = dot(grad, r) / (2.0 * n) + self._constant
+        if self._general:
+            loss += self.extra_loss(marginals, grad)
+        return loss, grad
+
+    def identity_terms(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """(slope, target, constant): the identity measurements' loss is
+        ``sum slope / (2 N) (N p - target)^2 + constant`` over the flat group cells."""
+        return self._slope, self._target, self._constant
+
+    @property
+    def has_extra(self) -> bool:
+        """Whether some measurement has a non-identity query (see :meth:`extra_loss`)."""
+        return bool(self._general)
+
+    def extra_loss(self, marginals: np.ndarray, grad: np.ndarray) -> float:
+        """The non-identity measurements' loss at ``marginals``; adds their gradient into
+        ``grad`` (flat, in place)."""
+        n = self.total
+        loss = 0.0
         for m, where, (g, perm, inv, shape) in self._general:
             p = marginals[where].reshape(self.group_shapes[g])
             mu = (p if perm == tuple(range(len(perm))) else p.transpose(perm)).ravel() * n
             value, gm = m.loss_and_gradient(mu)
             loss += value
             grad[where] += gm.reshape(shape).transpose(inv).ravel() * n
-        return loss, grad
+        return loss
 
     def flatten_groups(self, marginals: Sequence[np.ndarray]) -> np.ndarray:
         """Concatenate per-group marginals (each shaped ``group_shapes[g]``) into one vector."""

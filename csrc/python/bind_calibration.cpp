@@ -16,8 +16,31 @@ using dpcore::AttrId;
 using dpcore::Calibrator;
 using dpcore::JunctionTree;
 
+namespace {
+
+using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// run() and spread(): a flat vector of `in` values in (named `what` in the error), a fresh
+// one of `out` values written by fn(in, out) without the GIL.
+template <class F>
+py::array_t<double> flat_call(const Array& values, std::uint64_t in, std::uint64_t out,
+                              const char* what, F&& fn) {
+  if (values.ndim() != 1 || static_cast<std::uint64_t>(values.size()) != in)
+    throw dpcore::InvalidArgument(std::string(what) + " must be a flat vector of " +
+                                  std::to_string(in) + " values, got shape with " +
+                                  std::to_string(values.size()) + " values and " +
+                                  std::to_string(values.ndim()) + " axes");
+  py::array_t<double> result(static_cast<py::ssize_t>(out));
+  {
+    py::gil_scoped_release release;
+    fn(values.data(), result.mutable_data());
+  }
+  return result;
+}
+
+}  // namespace
+
 void bind_calibration(py::module_& m) {
-  using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
   py::class_<Calibrator>(m, "Calibrator",
                          "A junction tree compiled for repeated calibration: flat log-potentials "
                          "in, flat query marginals out.")
@@ -33,36 +56,16 @@ void bind_calibration(py::module_& m) {
       .def(
           "run",
           [](Calibrator& c, const Array& potentials) {
-            if (potentials.ndim() != 1 ||
-                static_cast<std::uint64_t>(potentials.size()) != c.potential_cells())
-              throw dpcore::InvalidArgument(
-                  "potentials must be a flat vector of " + std::to_string(c.potential_cells()) +
-                  " values, got shape with " + std::to_string(potentials.size()) + " values and " +
-                  std::to_string(potentials.ndim()) + " axes");
-            py::array_t<double> out(static_cast<py::ssize_t>(c.query_cells()));
-            {
-              py::gil_scoped_release release;
-              c.run(potentials.data(), out.mutable_data());
-            }
-            return out;
+            return flat_call(potentials, c.potential_cells(), c.query_cells(), "potentials",
+                             [&](const double* in, double* out) { c.run(in, out); });
           },
           py::arg("potentials"),
           "Calibrate; returns the concatenated query marginals (each summing to 1).")
       .def(
           "spread",
           [](Calibrator& c, const Array& values) {
-            if (values.ndim() != 1 ||
-                static_cast<std::uint64_t>(values.size()) != c.query_cells())
-              throw dpcore::InvalidArgument(
-                  "query values must be a flat vector of " + std::to_string(c.query_cells()) +
-                  " values, got shape with " + std::to_string(values.size()) + " values and " +
-                  std::to_string(values.ndim()) + " axes");
-            py::array_t<double> out(static_cast<py::ssize_t>(c.potential_cells()));
-            {
-              py::gil_scoped_release release;
-              c.spread(values.data(), out.mutable_data());
-            }
-            return out;
+            return flat_call(values, c.query_cells(), c.potential_cells(), "query values",
+                             [&](const double* in, double* out) { c.spread(in, out); });
           },
           py::arg("values"),
           "The transpose of the query map: query values broadcast into the first potential "

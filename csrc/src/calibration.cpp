@@ -225,19 +225,7 @@ void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::u
     scatter_cells<kOp>(x, out, idx, b, e);
 }
 
-// Contiguous sweeps for the upward fast path: the maximum of a table (eight lanes so it
-// vectorises; NaN never wins) and x <- exp(x - shift).
-DPCORE_VECTOR_KERNEL double max_cells(const double* __restrict x, std::uint64_t b,
-                                      std::uint64_t e) {
-  double lanes[8] = {kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf};
-  std::uint64_t i = b;
-  for (; i + 8 <= e; i += 8)
-    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
-  double acc = kNegInf;
-  for (; i < e; ++i) acc = x[i] > acc ? x[i] : acc;
-  for (int j = 0; j < 8; ++j) acc = lanes[j] > acc ? lanes[j] : acc;
-  return acc;
-}
+// The exponentials of the upward fast path, a contiguous sweep: x <- exp(x - shift).
 DPCORE_VECTOR_KERNEL void exp_cells(double* __restrict x, double shift, std::uint64_t b,
                                     std::uint64_t e) {
   for (std::uint64_t i = b; i < e; ++i) x[i] = exp_one(x[i] - shift);
@@ -478,7 +466,7 @@ void Calibrator::upward(int c, const double* potentials) {
   std::array<double, kMaxKernelThreads> part_max;
   part_max.fill(kNegInf);
   parallel_chunks(cells, parts, [&](unsigned p, std::uint64_t lo, std::uint64_t hi) {
-    part_max[p] = max_cells(b, lo, hi);
+    part_max[p] = max_of(b + lo, hi - lo, kNegInf);
   });
   const double shift = *std::max_element(part_max.begin(), part_max.begin() + parts);
   if (std::isfinite(shift)) {

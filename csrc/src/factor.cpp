@@ -89,18 +89,6 @@ DPCORE_VECTOR_KERNEL double shifted_exp_sum(const double* p, double shift,
   return total;
 }
 
-// Largest of p[0..n) (NaN ignored), or `init` if larger; eight lanes for the vectoriser.
-DPCORE_VECTOR_KERNEL double max_kernel(const double* __restrict p, std::int64_t n, double init) {
-  double lanes[8] = {init, init, init, init, init, init, init, init};
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) lanes[j] = p[i + j] > lanes[j] ? p[i + j] : lanes[j];
-  double m = init;
-  for (; i < n; ++i) m = p[i] > m ? p[i] : m;
-  for (int j = 0; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
-  return m;
-}
-
 void check_distinct(const std::vector<AttrId>& attrs, const char* what) {
   for (std::size_t i = 0; i < attrs.size(); ++i)
     for (std::size_t j = i + 1; j < attrs.size(); ++j)
@@ -219,7 +207,7 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
     for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
       const double* p = src + o;
       if (s == 0) {
-        out[i] = max_kernel(p, n, out[i]);
+        out[i] = max_of(p, std::uint64_t(n), out[i]);
       } else {
         for (std::int64_t t = 0; t < n; ++t) out[i + t * s] = std::max(out[i + t * s], p[t]);
       }

@@ -21,6 +21,19 @@ namespace dpcore {
 #define DPCORE_VECTOR_KERNEL
 #endif
 
+// Largest of p[0..n) (NaN ignored), or `init` if larger; eight lanes for the vectoriser.
+DPCORE_VECTOR_KERNEL static inline double max_of(const double* __restrict p, std::uint64_t n,
+                                                 double init) {
+  double lanes[8] = {init, init, init, init, init, init, init, init};
+  std::uint64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] = p[i + j] > lanes[j] ? p[i + j] : lanes[j];
+  double m = init;
+  for (; i < n; ++i) m = p[i] > m ? p[i] : m;
+  for (int j = 0; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  return m;
+}
+
 // Branch-free exp: x = k ln2 + r with |r| <= ln2 / 2 (Cody-Waite split of ln2), exp(r) by its
 // degree-13 Taylor polynomial (truncation < 1e-17 relative), times 2^k written into the
 // exponent bits; k comes from the bits of x log2(e) + 1.5 * 2^52, which rounds to integer.

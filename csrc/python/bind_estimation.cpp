@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -39,11 +40,18 @@ void bind_estimation(py::module_& m) {
             return extra(view(const_cast<double*>(p), cells), view(grad, cells)).cast<double>();
           };
         dpcore::FitOptions options{max_iters, tol, smoothness, accelerated, {}};
-        if (!callback.is_none())
-          options.callback = [callback](int iteration, double loss) {
-            py::gil_scoped_acquire gil;
-            return callback(iteration, loss).is(py::bool_(true));
-          };
+        // Every iteration (or every 50 ms without a callback) takes the GIL to run Python's
+        // signal handlers, so Ctrl-C stops a long estimation; their exception propagates.
+        using Clock = std::chrono::steady_clock;
+        options.callback = [callback, checked = Clock::now()](int iteration,
+                                                              double loss) mutable {
+          const auto now = Clock::now();
+          if (callback.is_none() && now - checked < std::chrono::milliseconds(50)) return false;
+          checked = now;
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+          return !callback.is_none() && callback(iteration, loss).is(py::bool_(true));
+        };
         dpcore::FitResult result;
         {
           py::gil_scoped_release release;

@@ -16,8 +16,8 @@
 // over the cells on s, whose largest term is exactly 1, so a message never underflows. Downward
 // (root first), the clique's marginal is P = E * M(s) / Σ_s E, where M is the parent's
 // marginal on the separator: the exponentials are not recomputed. A cell whose E flushes to 0
-// (b(x) < m(s) - 708) has probability at most e^-708, which float64 marginals cannot hold
-// next to their mode anyway.
+// (b(x) < m(s) - 708) has, given its separator cell, probability below e^-708 / 1e-250 < 1e-57
+// (e^-708 with per-cell shifts), which float64 marginals cannot hold next to their mode.
 #pragma once
 
 #include <cstdint>

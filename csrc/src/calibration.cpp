@@ -462,6 +462,25 @@ void Calibrator::upward(int c, const double* potentials) {
   // Otherwise (rows far below the rest, all--inf rows, NaN or +inf) the clique is redone
   // with the per-separator-cell maximum.
   constexpr double kMinMass = 1e-250;
+  double* m = maximum_[ci].data();  // the shift of each separator cell
+  auto sum_to_parent = [&] {
+    scatter(up, mass_[ci].data(), 0.0, false,
+            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
+            });
+  };
+  auto shift_by_separator_cell = [&] {
+    scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+      scatter_kernel<Scatter::kMax>(b, out, idx, lo, hi);
+    });
+    // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
+    for (double& x : maximum_[ci])
+      if (x == kNegInf) x = 0.0;
+    gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+      gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
+    });
+    sum_to_parent();
+  };
   const unsigned parts = chunk_count(cells);
   std::array<double, kMaxKernelThreads> part_max;
   part_max.fill(kNegInf);
@@ -473,31 +492,16 @@ void Calibrator::upward(int c, const double* potentials) {
     parallel_chunks(cells, parts, [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
       exp_cells(b, shift, lo, hi);
     });
-    scatter(up, mass_[ci].data(), 0.0, false,
-            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
-            });
+    std::fill(maximum_[ci].begin(), maximum_[ci].end(), shift);
+    sum_to_parent();
     const auto& mass = mass_[ci];
-    if (std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; })) {
-      for (std::size_t s = 0; s < mass.size(); ++s) message_[ci][s] = std::log(mass[s]) + shift;
-      return;
+    if (!std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; })) {
+      log_belief(c, potentials);
+      shift_by_separator_cell();
     }
-    log_belief(c, potentials);
+  } else {
+    shift_by_separator_cell();
   }
-  double* m = maximum_[ci].data();
-  scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-    scatter_kernel<Scatter::kMax>(b, out, idx, lo, hi);
-  });
-  // A separator cell whose cells are all -inf gets shift 0: E = 0 there and its message -inf.
-  for (double& x : maximum_[ci])
-    if (x == kNegInf) x = 0.0;
-  gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-    gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
-  });
-  scatter(up, mass_[ci].data(), 0.0, false,
-          [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-            scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
-          });
   for (std::size_t s = 0; s < message_[ci].size(); ++s)
     message_[ci][s] = std::log(mass_[ci][s]) + m[s];
 }

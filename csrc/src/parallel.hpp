@@ -11,10 +11,12 @@ namespace dpcore {
 /// Cells of table work below which a thread does not pay for its start (tens of microseconds).
 constexpr std::uint64_t kGrainCells = std::uint64_t{1} << 15;
 
-/// Threads worth using: the cores, at most 4 (the tables fit in cache shares beyond that).
-/// Read once: glibc answers hardware_concurrency() by parsing /sys files, a few syscalls that
-/// cost more than a small kernel call itself.
+/// At most this many threads: the tables fit in cache shares beyond that.
 constexpr unsigned kMaxKernelThreads = 4;
+
+/// Threads worth using: the cores, at most kMaxKernelThreads. Read once: glibc answers
+/// hardware_concurrency() by parsing /sys files, a few syscalls that cost more than a small
+/// kernel call itself.
 inline unsigned kernel_threads() {
   static const unsigned threads =
       std::max(1u, std::min(kMaxKernelThreads, std::thread::hardware_concurrency()));

@@ -9,6 +9,7 @@ it, and which model clique (maximal measured set) each group's gradient is added
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -61,15 +62,16 @@ class Problem:
         self.group_offsets = np.concatenate([[0], np.cumsum(self.group_sizes)]).astype(int)
         self.clique_sizes = [int(np.prod(s)) for s in self.clique_shapes]
         self.clique_offsets = np.concatenate([[0], np.cumsum(self.clique_sizes)]).astype(int)
-        self._spread = self._spread_matrix(order)
         self.rows = sum(m.noisy.size for m in self.measurements)
         self.smoothness = self._smoothness()
         self._pool_identity()
         self._slope = self._weight * (2.0 * self.total)  # d/dp of W (N p - ybar)^2 is 2 N W r
 
-    def _spread_matrix(self, order):
+    @cached_property
+    def _spread(self):
         """Sparse map from group cells to clique cells: each group's gradient is added into the
-        first clique containing it, broadcast over the clique's other axes."""
+        first clique containing it, broadcast over the clique's other axes. Built on first
+        use: the compiled loop spreads by the calibrator, so this is the reference only."""
         rows, cols = [], []
         for g, group in enumerate(self.groups):
             k = next(i for i, c in enumerate(self.cliques) if set(group) <= set(c))

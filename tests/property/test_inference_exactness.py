@@ -17,11 +17,19 @@ from hypothesis import strategies as st
 from dpcore import Domain
 from dpcore.inference import Measurement, estimate
 from dpcore.inference.problem import Problem
-from dpcore.inference.reference import solve_full_joint
+from dpcore.inference.reference import design, solve_full_joint
 
 
 def model_loss(model, measurements):
     return sum(m.loss_and_gradient(model.project(m.attrs).values.ravel())[0] for m in measurements)
+
+
+def duality_gap(problem, joint):
+    """Frank-Wolfe gap of the full-joint loss at ``joint``: for a convex f over the scaled
+    simplex, f(q) - min f <= g.q - N min_i g_i with g the gradient at q, whatever solved it."""
+    b_mat, b = design(problem)
+    g = 2 * b_mat.T @ (b_mat @ joint - b)
+    return float(g @ joint - problem.total * g.min())
 
 
 def random_cliques(rng, attrs, structure):
@@ -74,14 +82,33 @@ def test_fitted_loss_equals_full_joint_optimum(seed, structure, noisy, linear, m
     if method == "mirror_descent" and not noisy:
         method = "accelerated"
     domain, measurements, total = make_problem(seed, structure, noisy, linear)
-    optimum, _ = solve_full_joint(Problem(domain, measurements, total))
+    problem = Problem(domain, measurements, total)
+    optimum, joint = solve_full_joint(problem)
     result = estimate(domain, measurements, total=total, max_iters=20000, tol=1e-13,
                       method=method)
     fitted = model_loss(result.model, measurements)
-    assert fitted >= optimum * (1 - 1e-9) - 1e-9  # no feasible point beats the optimum
+    # No feasible point beats the optimum, which the reference certifies to within its gap.
+    assert fitted >= optimum - duality_gap(problem, joint) - 1e-12 * max(optimum, 1.0)
     # Noise-free optima are 0 up to rounding: then compare on the chi-square scale instead.
     assert fitted - optimum <= 1e-6 * max(optimum, 1.0)
     assert result.loss_history[-1] == pytest.approx(fitted, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), structure=st.sampled_from(["tree", "cycle", "triples"]),
+       noisy=st.booleans(), linear=st.booleans())
+def test_reference_optimum_is_certified_by_its_duality_gap(seed, structure, noisy, linear):
+    # The reference is the yardstick above, so it is checked by a certificate that does not
+    # depend on how it solves: feasibility and a duality gap of ~0.
+    domain, measurements, total = make_problem(seed, structure, noisy, linear)
+    problem = Problem(domain, measurements, total)
+    optimum, joint = solve_full_joint(problem)
+    x = joint / total
+    assert x.min() >= 0 and x.sum() == pytest.approx(1.0, abs=1e-12)
+    b_mat, b = design(problem)
+    r = b_mat @ joint - b
+    assert r @ r == pytest.approx(optimum, rel=1e-12, abs=1e-12)
+    assert duality_gap(problem, joint) <= 1e-8 * max(optimum, 1.0)
 
 
 @settings(max_examples=30, deadline=None)

@@ -69,20 +69,21 @@ void with_index(const CellIndex& index, F&& f) {
   }
 }
 
-// Calls whole(first cell, sub) on the whole blocks inside [b, e) and part(cell, sub) on each
-// cell of the partial blocks at its ends (where threads split a table).
-template <class Whole, class Part>
-void for_each_block(Blocks ix, std::uint64_t b, std::uint64_t e, Whole&& whole, Part&& part) {
-  auto cells = [&](std::uint64_t lo, std::uint64_t hi) {
-    for (std::uint64_t c = lo; c < hi; ++c)
-      part(c, std::uint64_t{ix.bases[c / ix.run]} + (c % ix.run) % ix.width);
-  };
-  const std::uint64_t first = (b + ix.run - 1) / ix.run;
-  const std::uint64_t last = e / ix.run;
-  if (first >= last) return cells(b, e);
-  cells(b, first * ix.run);
-  for (std::uint64_t r = first; r < last; ++r) whole(r * ix.run, std::uint64_t{ix.bases[r]});
-  cells(last * ix.run, e);
+// Calls piece(block start, sub, lo, hi) on each block overlapping [b, e): cells [lo, hi) of
+// the block starting at cell `block start`, whose first cell maps to sub-table cell `sub`.
+template <class Piece>
+void for_each_block(Blocks ix, std::uint64_t b, std::uint64_t e, Piece&& piece) {
+  for (std::uint64_t r = b / ix.run; r * ix.run < e; ++r) {
+    const std::uint64_t start = r * ix.run;
+    piece(start, std::uint64_t{ix.bases[r]}, std::max(b, start) - start,
+          std::min(e, start + ix.run) - start);
+  }
+}
+// The first offset at or after lo that is t modulo width, given skew = lo % width (one
+// division a block, not one per offset: blocks can be as short as 16 cells).
+inline std::uint64_t first_at(std::uint64_t lo, std::uint64_t skew, std::uint64_t t,
+                              std::uint64_t width) {
+  return lo + (t >= skew ? t - skew : t + width - skew);
 }
 
 // Gather kernels: every cell of the table reads one cell of the sub-table. They vectorise
@@ -111,25 +112,25 @@ DPCORE_VECTOR_KERNEL void gather_run(double* __restrict x, const double* __restr
                                      std::uint64_t n) {
   for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * kStep]);
 }
-// A block: each sub-table value is applied along a stride (an inner loop over the short
-// width would spend its time entering and leaving the loop).
+// Cells [lo, hi) of a block: each sub-table value is applied along a stride (an inner loop
+// over the short width would spend its time entering and leaving the loop).
 template <Gather kOp>
 DPCORE_VECTOR_KERNEL void gather_block(double* __restrict x, const double* __restrict v,
-                                       std::uint64_t run, std::uint64_t width) {
+                                       std::uint64_t lo, std::uint64_t hi, std::uint64_t width) {
+  const std::uint64_t skew = lo == 0 ? 0 : lo % width;
   for (std::uint64_t t = 0; t < width; ++t) {
     const double value = v[t];
-    for (std::uint64_t o = t; o < run; o += width) apply<kOp>(x[o], value);
+    for (std::uint64_t o = first_at(lo, skew, t, width); o < hi; o += width)
+      apply<kOp>(x[o], value);
   }
 }
 template <Gather kOp, class I>
 void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
   if constexpr (is_blocks<I>)
-    for_each_block(
-        idx, b, e,
-        [&](std::uint64_t c, std::uint64_t sub) {
-          gather_block<kOp>(x + c, v + sub, idx.run, idx.width);
-        },
-        [&](std::uint64_t c, std::uint64_t sub) { apply<kOp>(x[c], v[sub]); });
+    for_each_block(idx, b, e,
+                   [&](std::uint64_t c, std::uint64_t sub, std::uint64_t lo, std::uint64_t hi) {
+                     gather_block<kOp>(x + c, v + sub, lo, hi, idx.width);
+                   });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
       gather_run<kOp, I::step>(x + c, v + sub, n);
@@ -188,35 +189,34 @@ void scatter_cells(const double* x, double* out, const T* idx, std::uint64_t b, 
   }
   out[cur] = combine<kOp>(out[cur], acc);
 }
-// A block: each of its `width` outputs is a strided reduction over the block, in four
+// Cells [lo, hi) of a block: each of its `width` outputs is a strided reduction, in four
 // partial results so the chain of combines is not one long dependency.
 template <Scatter kOp>
-void scatter_block(const double* __restrict x, double* __restrict out, std::uint64_t run,
-                   std::uint64_t width) {
+void scatter_block(const double* __restrict x, double* __restrict out, std::uint64_t lo,
+                   std::uint64_t hi, std::uint64_t width) {
   constexpr double kUnit = kOp == Scatter::kSum ? 0.0 : kNegInf;
   const std::uint64_t stride = 4 * width;
+  const std::uint64_t skew = lo == 0 ? 0 : lo % width;
   for (std::uint64_t t = 0; t < width; ++t) {
     double a0 = kUnit, a1 = kUnit, a2 = kUnit, a3 = kUnit;
-    std::uint64_t o = t;
-    for (; o + 3 * width < run; o += stride) {
+    std::uint64_t o = first_at(lo, skew, t, width);
+    for (; o + 3 * width < hi; o += stride) {
       a0 = combine<kOp>(a0, x[o]);
       a1 = combine<kOp>(a1, x[o + width]);
       a2 = combine<kOp>(a2, x[o + 2 * width]);
       a3 = combine<kOp>(a3, x[o + 3 * width]);
     }
-    for (; o < run; o += width) a0 = combine<kOp>(a0, x[o]);
+    for (; o < hi; o += width) a0 = combine<kOp>(a0, x[o]);
     out[t] = combine<kOp>(out[t], combine<kOp>(combine<kOp>(a0, a1), combine<kOp>(a2, a3)));
   }
 }
 template <Scatter kOp, class I>
 void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
   if constexpr (is_blocks<I>)
-    for_each_block(
-        idx, b, e,
-        [&](std::uint64_t c, std::uint64_t sub) {
-          scatter_block<kOp>(x + c, out + sub, idx.run, idx.width);
-        },
-        [&](std::uint64_t c, std::uint64_t sub) { out[sub] = combine<kOp>(out[sub], x[c]); });
+    for_each_block(idx, b, e,
+                   [&](std::uint64_t c, std::uint64_t sub, std::uint64_t lo, std::uint64_t hi) {
+                     scatter_block<kOp>(x + c, out + sub, lo, hi, idx.width);
+                   });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
       scatter_run<kOp, I::step>(x + c, out + sub, n);
@@ -361,6 +361,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   mass_.resize(k);
   message_.resize(k);
   sep_marginal_.resize(k);
+  clique_queries_.resize(k);
   potential_offset_.push_back(0);
   for (std::size_t f = 0; f < potentials_.size(); ++f) {
     const auto& attrs = potentials_[f];
@@ -425,51 +426,97 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
                                        : queries[std::size_t(order[std::size_t(source) - k])];
     queries_.push_back({source, make_cell_index(from, t.shape_of(from), attrs)});
     query_slot_.push_back(order[pos]);
+    if (source < int(k)) clique_queries_[std::size_t(source)].push_back(pos);
   }
 }
 
-void Calibrator::log_belief(int c, const double* potentials) {
+void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
+                            std::uint64_t hi) {
   const auto ci = std::size_t(c);
   double* b = belief_[ci].data();
   bool first = true;
   auto add = [&](const CellIndex& index, const double* values) {
-    if (first)
-      gather(index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+    with_index(index, [&](auto idx) {
+      if (first)
         gather_kernel<Gather::kAssign>(b, values, idx, lo, hi);
-      });
-    else
-      gather(index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+      else
         gather_kernel<Gather::kAdd>(b, values, idx, lo, hi);
-      });
+    });
     first = false;
   };
   for (const Input& in : inputs_[ci])
     add(in.index, potentials + potential_offset_[std::size_t(in.potential)]);
   for (int d : children_[ci]) add(to_child_[std::size_t(d)], message_[std::size_t(d)].data());
-  if (first) std::fill(belief_[ci].begin(), belief_[ci].end(), 0.0);
+  if (first) std::fill(b + lo, b + hi, 0.0);
+}
+
+void Calibrator::log_belief(int c, const double* potentials) {
+  const std::uint64_t cells = to_parent_[std::size_t(c)].cells;
+  parallel_chunks(cells, chunk_count(cells), [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
+    log_belief(c, potentials, lo, hi);
+  });
+}
+
+double Calibrator::sweep_up(int c, const double* potentials, double shift) {
+  const auto ci = std::size_t(c);
+  double* b = belief_[ci].data();
+  const CellIndex& up = to_parent_[ci];
+  std::array<double, kMaxKernelThreads> part_max;
+  part_max.fill(kNegInf);
+  with_index(up, [&](auto idx) {
+    parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
+                   [&](unsigned part, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                     log_belief(c, potentials, lo, hi);
+                     part_max[part] = max_of(b + lo, hi - lo, part_max[part]);
+                     exp_cells(b, shift, lo, hi);
+                     scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
+                   });
+  });
+  return *std::max_element(part_max.begin(), part_max.end());
 }
 
 void Calibrator::upward(int c, const double* potentials) {
   const auto ci = std::size_t(c);
-  log_belief(c, potentials);
-  double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
-  const std::uint64_t cells = up.cells;
-  // Fast path: one shift for the whole clique, its maximum. The exponentials are then a
-  // contiguous sweep and no per-separator-cell maximum is needed. It is exact when every
-  // separator cell keeps a mass of at least kMinMass relative to the clique's maximum: a
-  // flushed E (below e^-708) is then below 2^32 e^-708 / kMinMass < 1e-48 of its row's mass.
-  // Otherwise (rows far below the rest, all--inf rows, NaN or +inf) the clique is redone
-  // with the per-separator-cell maximum.
+  // Fast path: one shift for the whole clique, so the belief, its exponentials and their sum
+  // to the separator are one sweep. The shift is an upper bound on the belief, the sum of its
+  // inputs' maxima (a function of this run's inputs alone, so no E exceeds 1 and a run's
+  // result does not depend on earlier runs); where the bound is loose enough to flush a row,
+  // the sweep is redone with the belief's maximum. Either is exact when every separator cell
+  // keeps a mass of at least kMinMass: a flushed E (below e^-708) is then below
+  // 2^32 e^-708 / kMinMass < 1e-48 of its row's mass. Otherwise (rows far below the rest,
+  // all--inf rows, NaN or +inf) the clique is redone with the per-separator-cell maximum.
   constexpr double kMinMass = 1e-250;
-  double* m = maximum_[ci].data();  // the shift of each separator cell
-  auto sum_to_parent = [&] {
-    scatter(up, mass_[ci].data(), 0.0, false,
-            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
-            });
+  const auto& mass = mass_[ci];
+  auto exact = [&] {
+    return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
   };
-  auto shift_by_separator_cell = [&] {
+  double shift = 0.0;
+  for (const Input& in : inputs_[ci]) {
+    const auto f = std::size_t(in.potential);
+    shift += max_of(potentials + potential_offset_[f],
+                    potential_offset_[f + 1] - potential_offset_[f], kNegInf);
+  }
+  for (int d : children_[ci]) {
+    const auto& message = message_[std::size_t(d)];
+    shift += max_of(message.data(), message.size(), kNegInf);
+  }
+  bool fast = false;
+  if (std::isfinite(shift)) {
+    const double top = sweep_up(c, potentials, shift);
+    fast = exact();
+    if (!fast && std::isfinite(top) && top < shift) {
+      shift = top;
+      sweep_up(c, potentials, shift);
+      fast = exact();
+    }
+  }
+  double* m = maximum_[ci].data();  // the shift of each separator cell
+  if (fast) {
+    std::fill(maximum_[ci].begin(), maximum_[ci].end(), shift);
+  } else {
+    double* b = belief_[ci].data();
+    log_belief(c, potentials);
     scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
       scatter_kernel<Scatter::kMax>(b, out, idx, lo, hi);
     });
@@ -479,34 +526,20 @@ void Calibrator::upward(int c, const double* potentials) {
     gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
       gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
     });
-    sum_to_parent();
-  };
-  const unsigned parts = chunk_count(cells);
-  std::array<double, kMaxKernelThreads> part_max;
-  part_max.fill(kNegInf);
-  parallel_chunks(cells, parts, [&](unsigned p, std::uint64_t lo, std::uint64_t hi) {
-    part_max[p] = max_of(b + lo, hi - lo, kNegInf);
-  });
-  const double shift = *std::max_element(part_max.begin(), part_max.begin() + parts);
-  if (std::isfinite(shift)) {
-    parallel_chunks(cells, parts, [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
-      exp_cells(b, shift, lo, hi);
-    });
-    std::fill(maximum_[ci].begin(), maximum_[ci].end(), shift);
-    sum_to_parent();
-    const auto& mass = mass_[ci];
-    if (!std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; })) {
-      log_belief(c, potentials);
-      shift_by_separator_cell();
-    }
-  } else {
-    shift_by_separator_cell();
+    scatter(up, mass_[ci].data(), 0.0, false,
+            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
+              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
+            });
   }
   for (std::size_t s = 0; s < message_[ci].size(); ++s)
     message_[ci][s] = std::log(mass_[ci][s]) + m[s];
 }
 
-void Calibrator::downward(int c) {
+double* Calibrator::query_output(std::size_t position, double* marginals) const {
+  return marginals + query_offset_[std::size_t(query_slot_[position])];
+}
+
+void Calibrator::downward(int c, double* marginals) {
   const auto ci = std::size_t(c);
   // P = E * M(s) / Σ_s E; the ratio reuses the maximum's buffer. For the root M = 1.
   double* ratio = maximum_[ci].data();
@@ -516,17 +549,40 @@ void Calibrator::downward(int c) {
     if (root) sep_marginal_[ci][s] = 1.0;
     ratio[s] = mass > 0.0 ? sep_marginal_[ci][s] / mass : 0.0;
   }
+  // One sweep: the marginal, then its sums onto the children's separators and the queries
+  // read from this clique. Outputs too large for private per-thread copies are summed after.
   double* b = belief_[ci].data();
-  gather(to_parent_[ci], [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-    gather_kernel<Gather::kMultiply>(b, ratio, idx, lo, hi);
+  const CellIndex& up = to_parent_[ci];
+  std::vector<ScatterTarget> targets;
+  std::vector<const CellIndex*> fused;
+  std::vector<std::pair<const CellIndex*, double*>> after;
+  auto add = [&](const CellIndex& index, double* out) {
+    if (index.sub_cells * 4 <= index.cells || chunk_count(index.cells) == 1) {
+      targets.push_back({out, index.sub_cells, 0.0, false});
+      fused.push_back(&index);
+    } else {
+      after.emplace_back(&index, out);
+    }
+  };
+  for (int d : children_[ci])
+    add(to_child_[std::size_t(d)], sep_marginal_[std::size_t(d)].data());
+  for (std::size_t pos : clique_queries_[ci])
+    add(queries_[pos].index, query_output(pos, marginals));
+  with_index(up, [&](auto up_idx) {
+    parallel_sweep(up.cells, targets,
+                   [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                     gather_kernel<Gather::kMultiply>(b, ratio, up_idx, lo, hi);
+                     for (std::size_t t = 0; t < fused.size(); ++t)
+                       with_index(*fused[t], [&](auto idx) {
+                         scatter_kernel<Scatter::kSum>(b, outs[t], idx, lo, hi);
+                       });
+                   });
   });
-  for (int d : children_[ci]) {
-    const CellIndex& index = to_child_[std::size_t(d)];
-    scatter(index, sep_marginal_[std::size_t(d)].data(), 0.0, false,
-            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
+  for (const auto& [index, out] : after)
+    scatter(*index, out, 0.0, false,
+            [&](double* o, auto idx, std::uint64_t lo, std::uint64_t hi) {
+              scatter_kernel<Scatter::kSum>(b, o, idx, lo, hi);
             });
-  }
 }
 
 double Calibrator::run(const double* potentials, double* marginals) {
@@ -538,17 +594,14 @@ double Calibrator::run(const double* potentials, double* marginals) {
   const auto root = std::size_t(order[0]);
   const double log_partition = message_[root][0];
   if (!std::isfinite(log_partition)) diagnose(potentials, log_partition);
-  for (int c : order) downward(c);
-  // Query results in evaluation order; a query read from an earlier one reads its output.
+  for (int c : order) downward(c, marginals);
+  // Queries read from earlier (larger) queries, in evaluation order.
   const std::size_t k = belief_.size();
-  auto output = [&](std::size_t position) {
-    return marginals + query_offset_[std::size_t(query_slot_[position])];
-  };
   for (std::size_t pos = 0; pos < queries_.size(); ++pos) {
     const Query& q = queries_[pos];
-    const double* from = q.source < int(k) ? belief_[std::size_t(q.source)].data()
-                                           : output(std::size_t(q.source) - k);
-    scatter(q.index, output(pos), 0.0, false,
+    if (q.source < int(k)) continue;
+    const double* from = query_output(std::size_t(q.source) - k, marginals);
+    scatter(q.index, query_output(pos, marginals), 0.0, false,
             [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
               scatter_kernel<Scatter::kSum>(from, out, idx, lo, hi);
             });

@@ -48,22 +48,63 @@ void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
   for (auto& t : threads) t.join();
 }
 
-/// Sweeps n cells of a table into out[0..out_cells), first filled with `fill`: fn(out, begin,
-/// end) on slices of [0, n). Each thread but the caller gets a private copy of the output, and
-/// the copies are merged by sum (or max) at the end; so slices are cut only when the output is
-/// small next to the table, as separators are next to cliques.
+/// A sub-table that a sweep reduces cells into: filled with `fill`, then combined by sum (or
+/// max when take_max).
+struct ScatterTarget {
+  double* out;
+  std::uint64_t cells;
+  double fill;
+  bool take_max;
+};
+
+/// Cells a sweep hands its function at a time: every pass a sweep fuses over a piece then
+/// finds the piece in L1/L2, where one pass a table would stream it from L3 each time.
+constexpr std::uint64_t kSweepCells = 4096;
+
+/// Sweeps n cells of a table into the targets: fn(part, outs, begin, end) on pieces of at most
+/// kSweepCells cells, in order within each thread's slice, with outs[t] the output for
+/// targets[t]. The calling thread writes the real outputs; every other thread writes private
+/// copies, merged at the end. So slices are cut only when every output is small next to the
+/// table, as separators are next to cliques.
+template <class F>
+void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, F&& fn) {
+  const bool small = std::all_of(targets.begin(), targets.end(),
+                                 [&](const ScatterTarget& t) { return t.cells * 4 <= n; });
+  const unsigned parts = small ? chunk_count(n) : 1;
+  const std::size_t k = targets.size();
+  std::vector<std::vector<double>> partial((parts - 1) * k);
+  for (const ScatterTarget& t : targets) std::fill(t.out, t.out + t.cells, t.fill);
+  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
+    std::vector<double*> outs(k);
+    for (std::size_t t = 0; t < k; ++t) {
+      if (part == 0) {
+        outs[t] = targets[t].out;
+        continue;
+      }
+      auto& own = partial[(part - 1) * k + t];
+      own.assign(targets[t].cells, targets[t].fill);
+      outs[t] = own.data();
+    }
+    for (std::uint64_t lo = b; lo < e; lo += kSweepCells)
+      fn(part, outs.data(), lo, std::min(e, lo + kSweepCells));
+  });
+  for (std::size_t p = 1; p < parts; ++p)
+    for (std::size_t t = 0; t < k; ++t) {
+      double* out = targets[t].out;
+      const double* other = partial[(p - 1) * k + t].data();
+      for (std::uint64_t c = 0; c < targets[t].cells; ++c)
+        out[c] = targets[t].take_max ? std::max(out[c], other[c]) : out[c] + other[c];
+    }
+}
+
+/// A sweep into one target: fn(out, begin, end).
 template <class F>
 void parallel_scatter(std::uint64_t n, double* out, std::uint64_t out_cells, double fill,
                       bool take_max, F&& fn) {
-  const unsigned parts = out_cells * 4 <= n ? chunk_count(n) : 1;
-  std::vector<std::vector<double>> partial(parts - 1, std::vector<double>(out_cells, fill));
-  std::fill(out, out + out_cells, fill);
-  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-    fn(part == 0 ? out : partial[part - 1].data(), b, e);
-  });
-  for (const auto& other : partial)
-    for (std::uint64_t c = 0; c < out_cells; ++c)
-      out[c] = take_max ? std::max(out[c], other[c]) : out[c] + other[c];
+  parallel_sweep(n, {{out, out_cells, fill, take_max}},
+                 [&](unsigned, double* const* outs, std::uint64_t b, std::uint64_t e) {
+                   fn(outs[0], b, e);
+                 });
 }
 
 }  // namespace dpcore

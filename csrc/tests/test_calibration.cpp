@@ -71,6 +71,62 @@ static void test_queries_match_the_joint() {
   }
 }
 
+static void test_large_cliques_and_shifting_potentials() {
+  // A clique of 95095 cells is swept in pieces by two threads, with a block index (attribute
+  // 1 onto {1, 4}), a query as large as the clique, and children's separators. The cases move
+  // the potentials by thousands; make the sum of their maxima overshoot the belief's maximum
+  // by 1000 (the sweep is redone with the maximum); and put one separator row 3000 below the
+  // rest (the per-separator-cell path).
+  const std::vector<std::int64_t> shape{7, 5, 13, 11, 19, 6};
+  const Lists potentials{{0, 1, 2, 3, 4}, {3, 4, 5}, {1, 4}, {5}};
+  const Lists queries{{4, 3, 2, 1, 0}, {1, 4}, {0, 2}, {5, 3}, {3}, {4}};
+  auto tree = std::make_shared<JunctionTree>(shape, potentials);
+  Calibrator calibrator(tree, potentials, queries);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> base(calibrator.potential_cells());
+  for (double& v : base) v = normal(rng);
+  const std::uint64_t big = 7 * 5 * 13 * 11 * 19;  // potential {0, 1, 2, 3, 4}, first
+  const std::uint64_t pair = big + 11 * 19 * 6;     // where potential {1, 4} starts
+  for (int round = 0; round < 5; ++round) {
+    std::vector<double> flat = base;
+    if (round == 1 || round == 2)
+      for (std::uint64_t i = 0; i < big; ++i) flat[i] += round == 1 ? 1000.0 : -2000.0;
+    if (round == 3) {  // +1000 and -1000 where attribute 1 is 0: the same belief
+      for (std::uint64_t i = 0; i < 19; ++i) flat[pair + i] += 1000.0;
+      for (std::uint64_t i = 0; i < big; ++i)
+        if ((i / (13 * 11 * 19)) % 5 == 0) flat[i] -= 1000.0;
+    }
+    if (round == 4)  // attribute 0 = 0 rows far below
+      for (std::uint64_t i = 0; i < big / 7; ++i) flat[i] -= 3000.0;
+    std::vector<Factor> factors;
+    std::uint64_t at = 0;
+    for (const auto& p : potentials) {
+      const auto s = shape_of(p, shape);
+      const std::uint64_t n = checked_cell_count(s);
+      const auto from = flat.begin() + long(at);
+      factors.emplace_back(p, s, std::vector<double>(from, from + long(n)));
+      at += n;
+    }
+    std::vector<double> out(calibrator.query_cells());
+    const double log_z = calibrator.run(flat.data(), out.data());
+    Factor joint({0, 1, 2, 3, 4, 5}, shape, 0.0);
+    for (const Factor& f : factors) joint.add_inplace(f);
+    CHECK_NEAR(log_z, joint.logsumexp(), 1e-9 * std::abs(log_z));
+    joint.add_scalar(-log_z);
+    joint.exp_inplace();
+    std::uint64_t offset = 0;
+    for (const auto& q : queries) {
+      const Factor want = joint.project(q);
+      double worst = 0.0;
+      for (std::uint64_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(out[offset + i] - want.values()[i]));
+      CHECK(worst <= 1e-12);
+      offset += want.size();
+    }
+  }
+}
+
 // The sub-table cell of every table cell, however the index stores it.
 static std::vector<std::uint64_t> cells_of(const CellIndex& index) {
   std::vector<std::uint64_t> out(index.cells);
@@ -222,6 +278,7 @@ static void test_bad_input() {
 
 int main() {
   test_queries_match_the_joint();
+  test_large_cliques_and_shifting_potentials();
   test_cell_index();
   test_spread_is_the_transpose_of_marginalising();
   test_bad_input();

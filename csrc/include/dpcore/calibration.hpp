@@ -4,20 +4,22 @@
 // per iteration, and reads the marginals of the same measured attribute sets each time. A
 // Calibrator fixes all of that once: the buffers, and for every (table, sub-table) pair the
 // calibration touches an index from each cell of the table to the cell of the sub-table it
-// projects onto. A call is then a few flat loops per clique, allocating nothing but the
-// threads' private partial sums.
+// projects onto. A call is then two fused sweeps per clique (one up, one down), allocating
+// nothing but bookkeeping and the threads' private partial sums.
 //
 // The algorithm is two-pass sum-product (Koller & Friedman, ch. 10), log space upward and
 // probability space downward. Upward (leaves first), a clique's log-belief b is its
 // potentials plus its children's messages; with a shift m(s) per separator cell s, it keeps
-// E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. The shift is the clique's
-// maximum, one contiguous sweep; where that leaves a separator cell with a mass under 1e-250
-// (its cells far below the rest, or all -inf), the clique is redone with m(s) the maximum
-// over the cells on s, whose largest term is exactly 1, so a message never underflows. Downward
-// (root first), the clique's marginal is P = E * M(s) / Σ_s E, where M is the parent's
-// marginal on the separator: the exponentials are not recomputed. A cell whose E flushes to 0
-// (b(x) < m(s) - 708) has, given its separator cell, probability below e^-708 / 1e-250 < 1e-57
-// (e^-708 with per-cell shifts), which float64 marginals cannot hold next to their mode.
+// E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. The shift is one number, the sum
+// of the maxima of b's terms (potentials and messages), so the belief, E and Σ_s E are one
+// sweep; where that bound leaves a separator cell with a mass under 1e-250, the sweep is redone
+// with b's maximum, and where that does too (the cell's rows far below the rest, or all -inf),
+// the clique is redone with m(s) the maximum over the cells on s, whose largest term is
+// exactly 1, so a message never underflows. Downward (root first), the clique's marginal is
+// P = E * M(s) / Σ_s E, where M is the parent's marginal on the separator: the exponentials
+// are not recomputed. A cell whose E flushes to 0 (b(x) < m(s) - 708) has, given its
+// separator cell, probability below e^-708 / 1e-250 < 1e-57 (e^-708 with per-cell shifts),
+// which float64 marginals cannot hold next to their mode.
 #pragma once
 
 #include <cstdint>
@@ -101,9 +103,14 @@ class Calibrator {
     int source;          // clique index, or tree cliques + query index when from a query
     CellIndex index;     // source cell -> query cell
   };
-  void log_belief(int clique, const double* potentials);  // potentials + child messages
+  // Potentials + child messages into cells [lo, hi) of the clique's belief.
+  void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
+  void log_belief(int clique, const double* potentials);  // all cells
+  // One fused sweep: log-belief, E = exp(b - shift), Σ_s E into mass_; returns the maximum b.
+  double sweep_up(int clique, const double* potentials, double shift);
   void upward(int clique, const double* potentials);
-  void downward(int clique);
+  void downward(int clique, double* marginals);
+  double* query_output(std::size_t position, double* marginals) const;
   [[noreturn]] void diagnose(const double* potentials, double log_partition) const;
   template <class Self>
   static CalibratedTree snapshot(Self& self);  // copies from a const Self, else moves
@@ -125,6 +132,7 @@ class Calibrator {
   std::vector<std::vector<Spread>> spreads_;  // per potential; built by the first spread()
   bool spreads_built_ = false;
   std::vector<int> query_slot_;               // evaluation position -> output position
+  std::vector<std::vector<std::size_t>> clique_queries_;  // per clique: positions read from it
   std::vector<std::vector<double>> belief_;   // per clique: log-belief, then E, then marginal
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
   std::vector<std::vector<double>> mass_;     // per clique: Σ_s E

@@ -45,9 +45,10 @@ constexpr bool is_runs = !std::is_pointer_v<I> && !is_blocks<I>;
 // first of them mapped to sub-table cell `sub`.
 template <class R, class F>
 void for_each_run(R ix, std::uint64_t b, std::uint64_t e, F&& f) {
-  while (b < e) {
-    const std::uint64_t r = b / ix.run;
-    const std::uint64_t offset = b - r * ix.run;
+  if (b >= e) return;
+  std::uint64_t r = b / ix.run;  // one division a call: runs can be as short as 16 cells
+  std::uint64_t offset = b - r * ix.run;
+  for (; b < e; ++r, offset = 0) {
     const std::uint64_t n = std::min(ix.run - offset, e - b);
     f(b, n, std::uint64_t{ix.bases[r]} + offset * std::uint64_t(R::step));
     b += n;
@@ -352,7 +353,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   if (!tree_) throw InvalidArgument("calibrator needs a junction tree, got null");
   const JunctionTree& t = *tree_;
   const std::size_t k = t.cliques().size();
-  inputs_.resize(k);
+  terms_.resize(k);
   children_.resize(k);
   to_parent_.resize(k);
   to_child_.resize(k);
@@ -362,6 +363,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   message_.resize(k);
   sep_marginal_.resize(k);
   clique_queries_.resize(k);
+  std::vector<std::vector<int>> clique_potentials(k);
   potential_offset_.push_back(0);
   for (std::size_t f = 0; f < potentials_.size(); ++f) {
     const auto& attrs = potentials_[f];
@@ -370,8 +372,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     if (c < 0)
       throw InvalidArgument("log-potential attributes must lie inside one clique of the "
                             "junction tree, got " + attrs_text(attrs));
-    const auto& clique = t.cliques()[std::size_t(c)];
-    inputs_[std::size_t(c)].push_back({int(f), make_cell_index(clique, t.shape_of(clique), attrs)});
+    clique_potentials[std::size_t(c)].push_back(int(f));
     potential_offset_.push_back(potential_offset_.back() + checked_cell_count(t.shape_of(attrs)));
   }
   for (std::size_t c = 0; c < k; ++c) {
@@ -388,6 +389,36 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
       const auto& parent = t.cliques()[std::size_t(p)];
       to_child_[c] = make_cell_index(parent, t.shape_of(parent), t.separator(int(c)));
       children_[std::size_t(p)].push_back(int(c));
+    }
+  }
+  // Each clique's terms, largest first: a term inside an earlier unfolded one folds into it.
+  for (std::size_t c = 0; c < k; ++c) {
+    struct Candidate {
+      int source;
+      std::vector<AttrId> attrs;
+      std::uint64_t cells;
+    };
+    std::vector<Candidate> candidates;
+    for (int f : clique_potentials[c])
+      candidates.push_back({f, potentials_[std::size_t(f)],
+                            potential_offset_[std::size_t(f) + 1] - potential_offset_[std::size_t(f)]});
+    for (int d : children_[c])
+      candidates.push_back({-1 - d, t.separator(d), to_parent_[std::size_t(d)].sub_cells});
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.cells > b.cells; });
+    const auto& clique = t.cliques()[c];
+    std::vector<const std::vector<AttrId>*> roots;
+    for (const Candidate& x : candidates) {
+      const auto r = std::find_if(roots.begin(), roots.end(),
+                                  [&](const auto* attrs) { return is_subset(x.attrs, *attrs); });
+      if (r == roots.end()) {
+        terms_[c].push_back({x.source, make_cell_index(clique, t.shape_of(clique), x.attrs), {}, {}});
+        roots.push_back(&x.attrs);
+      } else {
+        Term& root = terms_[c][std::size_t(r - roots.begin())];
+        root.folds.emplace_back(x.source, make_cell_index(**r, t.shape_of(**r), x.attrs));
+        root.sum.resize(root.index.sub_cells);
+      }
     }
   }
   // Queries, largest first, each read from the smallest clique or earlier query holding it.
@@ -430,23 +461,43 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   }
 }
 
+const double* Calibrator::values(int source, const double* potentials) const {
+  return source >= 0 ? potentials + potential_offset_[std::size_t(source)]
+                     : message_[std::size_t(-1 - source)].data();
+}
+
+const double* Calibrator::table(const Term& term, const double* potentials) const {
+  return term.sum.empty() ? values(term.source, potentials) : term.sum.data();
+}
+
+void Calibrator::fold(int c, const double* potentials) {
+  for (Term& term : terms_[std::size_t(c)]) {
+    if (term.folds.empty()) continue;
+    const double* own = values(term.source, potentials);
+    std::copy(own, own + term.sum.size(), term.sum.begin());
+    for (const auto& [source, index] : term.folds) {
+      const double* v = values(source, potentials);
+      with_index(index, [&](auto idx) {
+        gather_kernel<Gather::kAdd>(term.sum.data(), v, idx, 0, index.cells);
+      });
+    }
+  }
+}
+
 void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
                             std::uint64_t hi) {
-  const auto ci = std::size_t(c);
-  double* b = belief_[ci].data();
+  double* b = belief_[std::size_t(c)].data();
   bool first = true;
-  auto add = [&](const CellIndex& index, const double* values) {
-    with_index(index, [&](auto idx) {
+  for (const Term& term : terms_[std::size_t(c)]) {
+    const double* v = table(term, potentials);
+    with_index(term.index, [&](auto idx) {
       if (first)
-        gather_kernel<Gather::kAssign>(b, values, idx, lo, hi);
+        gather_kernel<Gather::kAssign>(b, v, idx, lo, hi);
       else
-        gather_kernel<Gather::kAdd>(b, values, idx, lo, hi);
+        gather_kernel<Gather::kAdd>(b, v, idx, lo, hi);
     });
     first = false;
-  };
-  for (const Input& in : inputs_[ci])
-    add(in.index, potentials + potential_offset_[std::size_t(in.potential)]);
-  for (int d : children_[ci]) add(to_child_[std::size_t(d)], message_[std::size_t(d)].data());
+  }
   if (first) std::fill(b + lo, b + hi, 0.0);
 }
 
@@ -480,7 +531,7 @@ void Calibrator::upward(int c, const double* potentials) {
   const CellIndex& up = to_parent_[ci];
   // Fast path: one shift for the whole clique, so the belief, its exponentials and their sum
   // to the separator are one sweep. The shift is an upper bound on the belief, the sum of its
-  // inputs' maxima (a function of this run's inputs alone, so no E exceeds 1 and a run's
+  // terms' maxima (a function of this run's inputs alone, so no E exceeds 1 and a run's
   // result does not depend on earlier runs); where the bound is loose enough to flush a row,
   // the sweep is redone with the belief's maximum. Either is exact when every separator cell
   // keeps a mass of at least kMinMass: a flushed E (below e^-708) is then below
@@ -491,16 +542,10 @@ void Calibrator::upward(int c, const double* potentials) {
   auto exact = [&] {
     return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
   };
+  fold(c, potentials);
   double shift = 0.0;
-  for (const Input& in : inputs_[ci]) {
-    const auto f = std::size_t(in.potential);
-    shift += max_of(potentials + potential_offset_[f],
-                    potential_offset_[f + 1] - potential_offset_[f], kNegInf);
-  }
-  for (int d : children_[ci]) {
-    const auto& message = message_[std::size_t(d)];
-    shift += max_of(message.data(), message.size(), kNegInf);
-  }
+  for (const Term& term : terms_[ci])
+    shift += max_of(table(term, potentials), term.index.sub_cells, kNegInf);
   bool fast = false;
   if (std::isfinite(shift)) {
     const double top = sweep_up(c, potentials, shift);
@@ -531,8 +576,13 @@ void Calibrator::upward(int c, const double* potentials) {
               scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
             });
   }
-  for (std::size_t s = 0; s < message_[ci].size(); ++s)
-    message_[ci][s] = std::log(mass_[ci][s]) + m[s];
+  // A logarithm costs as much as ~8 cells of table work, and separators reach 10^5 cells.
+  double* message = message_[ci].data();
+  const double* sums = mass_[ci].data();
+  const std::uint64_t n = up.sub_cells;
+  parallel_chunks(n, chunk_count(8 * n), [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
+    for (std::uint64_t s = lo; s < hi; ++s) message[s] = std::log(sums[s]) + m[s];
+  });
 }
 
 double* Calibrator::query_output(std::size_t position, double* marginals) const {

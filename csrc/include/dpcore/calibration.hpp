@@ -95,14 +95,22 @@ class Calibrator {
   CalibratedTree calibrated() &&;
 
  private:
-  struct Input {
-    int potential;
-    CellIndex index;  // clique cell -> potential cell
+  // A term of a clique's log-belief: a potential or a child's message. A term whose
+  // attributes lie inside a larger term's is folded into that term's (small) table first, so
+  // the clique's sweep reads fewer tables.
+  struct Term {
+    int source;       // a potential, or -1 - c for the message of child clique c
+    CellIndex index;  // clique cell -> term cell
+    std::vector<std::pair<int, CellIndex>> folds;  // (source, term cell -> its cell)
+    std::vector<double> sum;                       // the term plus its folds, if any
   };
   struct Query {
     int source;          // clique index, or tree cliques + query index when from a query
     CellIndex index;     // source cell -> query cell
   };
+  const double* values(int source, const double* potentials) const;  // a source's own table
+  const double* table(const Term& term, const double* potentials) const;  // with its folds
+  void fold(int clique, const double* potentials);  // the sums of terms with folds
   // Potentials + child messages into cells [lo, hi) of the clique's belief.
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
   void log_belief(int clique, const double* potentials);  // all cells
@@ -119,7 +127,7 @@ class Calibrator {
   std::vector<std::vector<AttrId>> potentials_;
   std::vector<std::uint64_t> potential_offset_;
   std::vector<std::uint64_t> query_offset_;
-  std::vector<std::vector<Input>> inputs_;    // per clique
+  std::vector<std::vector<Term>> terms_;      // per clique: the terms read by its sweep
   std::vector<std::vector<int>> children_;    // per clique
   std::vector<CellIndex> to_parent_;          // per clique: cell -> separator cell (root: 1 cell)
   std::vector<CellIndex> to_child_;           // per child clique: parent cell -> separator cell

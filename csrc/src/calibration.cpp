@@ -501,13 +501,6 @@ void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
   if (first) std::fill(b + lo, b + hi, 0.0);
 }
 
-void Calibrator::log_belief(int c, const double* potentials) {
-  const std::uint64_t cells = to_parent_[std::size_t(c)].cells;
-  parallel_chunks(cells, chunk_count(cells), [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
-    log_belief(c, potentials, lo, hi);
-  });
-}
-
 double Calibrator::sweep_up(int c, const double* potentials, double shift) {
   const auto ci = std::size_t(c);
   double* b = belief_[ci].data();
@@ -532,12 +525,15 @@ void Calibrator::upward(int c, const double* potentials) {
   // Fast path: one shift for the whole clique, so the belief, its exponentials and their sum
   // to the separator are one sweep. The shift is an upper bound on the belief, the sum of its
   // terms' maxima (a function of this run's inputs alone, so no E exceeds 1 and a run's
-  // result does not depend on earlier runs); where the bound is loose enough to flush a row,
-  // the sweep is redone with the belief's maximum. Either is exact when every separator cell
-  // keeps a mass of at least kMinMass: a flushed E (below e^-708) is then below
-  // 2^32 e^-708 / kMinMass < 1e-48 of its row's mass. Otherwise (rows far below the rest,
-  // all--inf rows, NaN or +inf) the clique is redone with the per-separator-cell maximum.
+  // result does not depend on earlier runs). It is exact when every separator cell keeps a
+  // mass of at least kMinMass: a flushed E (below e^-708) is then below
+  // 2^32 e^-708 / kMinMass < 1e-48 of its row's mass. Where the bound was loose enough that
+  // the belief's maximum as the shift would lift every row over kMinMass (masses grow by
+  // e^gain; a row flushed to 0 needs gain > 110 to reach e^(gain - 708) 2^32 > kMinMass), the
+  // sweep is redone with that; otherwise (rows far below the rest, all--inf rows, NaN or +inf)
+  // the shift is each separator cell's maximum, in two sweeps.
   constexpr double kMinMass = 1e-250;
+  constexpr double kRescue = 110.0;
   const auto& mass = mass_[ci];
   auto exact = [&] {
     return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
@@ -550,10 +546,14 @@ void Calibrator::upward(int c, const double* potentials) {
   if (std::isfinite(shift)) {
     const double top = sweep_up(c, potentials, shift);
     fast = exact();
-    if (!fast && std::isfinite(top) && top < shift) {
-      shift = top;
-      sweep_up(c, potentials, shift);
-      fast = exact();
+    const double gain = shift - top;
+    if (!fast && std::isfinite(top) && gain > 0.0) {
+      const double low = *std::min_element(mass.begin(), mass.end());
+      if (low > 0.0 ? std::log(low) + gain >= std::log(kMinMass) : gain > kRescue) {
+        shift = top;
+        sweep_up(c, potentials, shift);
+        fast = exact();
+      }
     }
   }
   double* m = maximum_[ci].data();  // the shift of each separator cell
@@ -561,20 +561,21 @@ void Calibrator::upward(int c, const double* potentials) {
     std::fill(maximum_[ci].begin(), maximum_[ci].end(), shift);
   } else {
     double* b = belief_[ci].data();
-    log_belief(c, potentials);
-    scatter(up, m, kNegInf, true, [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-      scatter_kernel<Scatter::kMax>(b, out, idx, lo, hi);
+    with_index(up, [&](auto idx) {
+      parallel_sweep(up.cells, {{m, up.sub_cells, kNegInf, true}},
+                     [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                       log_belief(c, potentials, lo, hi);
+                       scatter_kernel<Scatter::kMax>(b, outs[0], idx, lo, hi);
+                     });
+      // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
+      for (double& x : maximum_[ci])
+        if (x == kNegInf) x = 0.0;
+      parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
+                     [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                       gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
+                       scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
+                     });
     });
-    // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
-    for (double& x : maximum_[ci])
-      if (x == kNegInf) x = 0.0;
-    gather(up, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-      gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
-    });
-    scatter(up, mass_[ci].data(), 0.0, false,
-            [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_kernel<Scatter::kSum>(b, out, idx, lo, hi);
-            });
   }
   // A logarithm costs as much as ~8 cells of table work, and separators reach 10^5 cells.
   double* message = message_[ci].data();

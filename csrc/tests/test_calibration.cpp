@@ -75,8 +75,10 @@ static void test_large_cliques_and_shifting_potentials() {
   // A clique of 95095 cells is swept in pieces by two threads, with a block index (attribute
   // 1 onto {1, 4}), a query as large as the clique, and children's separators. The cases move
   // the potentials by thousands; make the sum of their maxima overshoot the belief's maximum
-  // by 1000 (the sweep is redone with the maximum); and put one separator row 3000 below the
-  // rest (the per-separator-cell path).
+  // by 1000 (the sweep is redone with the maximum); and move the rows with attribute 3 = 0
+  // 3000 up in one clique and 3000 down in the other: the child's separator holds attribute
+  // 3, so its rows are far apart (the per-separator-cell path), and the parent brings them
+  // back, so an error in their messages shows in the marginals.
   const std::vector<std::int64_t> shape{7, 5, 13, 11, 19, 6};
   const Lists potentials{{0, 1, 2, 3, 4}, {3, 4, 5}, {1, 4}, {5}};
   const Lists queries{{4, 3, 2, 1, 0}, {1, 4}, {0, 2}, {5, 3}, {3}, {4}};
@@ -97,8 +99,11 @@ static void test_large_cliques_and_shifting_potentials() {
       for (std::uint64_t i = 0; i < big; ++i)
         if ((i / (13 * 11 * 19)) % 5 == 0) flat[i] -= 1000.0;
     }
-    if (round == 4)  // attribute 0 = 0 rows far below
-      for (std::uint64_t i = 0; i < big / 7; ++i) flat[i] -= 3000.0;
+    if (round == 4) {  // attribute 3 = 0: 3000 up in one clique, 3000 down in the other
+      for (std::uint64_t i = 0; i < big; ++i)
+        if ((i / 19) % 11 == 0) flat[i] += 3000.0;
+      for (std::uint64_t i = 0; i < 19 * 6; ++i) flat[big + i] -= 3000.0;
+    }
     std::vector<Factor> factors;
     std::uint64_t at = 0;
     for (const auto& p : potentials) {

@@ -12,9 +12,9 @@
 // potentials plus its children's messages; with a shift m(s) per separator cell s, it keeps
 // E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. The shift is one number, the sum
 // of the maxima of b's terms (potentials and messages), so the belief, E and Σ_s E are one
-// sweep; where that bound leaves a separator cell with a mass under 1e-250, the sweep is redone
-// with b's maximum, and where that does too (the cell's rows far below the rest, or all -inf),
-// the clique is redone with m(s) the maximum over the cells on s, whose largest term is
+// sweep. Where that bound leaves a separator cell with a mass under 1e-250, the sweep is redone
+// with b's maximum if that lifts every cell over it, and otherwise (the cell's rows far below
+// the rest, or all -inf) with m(s) the maximum over the cells on s, whose largest term is
 // exactly 1, so a message never underflows. Downward (root first), the clique's marginal is
 // P = E * M(s) / Σ_s E, where M is the parent's marginal on the separator: the exponentials
 // are not recomputed. A cell whose E flushes to 0 (b(x) < m(s) - 708) has, given its
@@ -113,7 +113,6 @@ class Calibrator {
   void fold(int clique, const double* potentials);  // the sums of terms with folds
   // Potentials + child messages into cells [lo, hi) of the clique's belief.
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
-  void log_belief(int clique, const double* potentials);  // all cells
   // One fused sweep: log-belief, E = exp(b - shift), Σ_s E into mass_; returns the maximum b.
   double sweep_up(int clique, const double* potentials, double shift);
   void upward(int clique, const double* potentials);

@@ -528,10 +528,11 @@ void Calibrator::upward(int c, const double* potentials) {
   // result does not depend on earlier runs). It is exact when every separator cell keeps a
   // mass of at least kMinMass: a flushed E (below e^-708) is then below
   // 2^32 e^-708 / kMinMass < 1e-48 of its row's mass. Where the bound was loose enough that
-  // the belief's maximum as the shift would lift every row over kMinMass (masses grow by
-  // e^gain; a row flushed to 0 needs gain > 110 to reach e^(gain - 708) 2^32 > kMinMass), the
-  // sweep is redone with that; otherwise (rows far below the rest, all--inf rows, NaN or +inf)
-  // the shift is each separator cell's maximum, in two sweeps.
+  // the belief's maximum as the shift could lift every row over kMinMass, the sweep is redone
+  // with that: masses grow by e^gain, gain = bound - maximum, and a row flushed to 0 (fewer
+  // than 2^32 cells, each then below e^(gain - 708)) can reach kMinMass only if gain > 110.
+  // Otherwise (rows far below the rest, all--inf rows, NaN or +inf) the shift is each
+  // separator cell's maximum, in two sweeps.
   constexpr double kMinMass = 1e-250;
   constexpr double kRescue = 110.0;
   const auto& mass = mass_[ci];

@@ -72,26 +72,27 @@ void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, 
                                  [&](const ScatterTarget& t) { return t.cells * 4 <= n; });
   const unsigned parts = small ? chunk_count(n) : 1;
   const std::size_t k = targets.size();
-  std::vector<std::vector<double>> partial((parts - 1) * k);
-  for (const ScatterTarget& t : targets) std::fill(t.out, t.out + t.cells, t.fill);
-  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
-    std::vector<double*> outs(k);
+  // Allocated here, not in the threads, where an exception would end the process.
+  std::vector<std::vector<double>> partial;
+  partial.reserve((parts - 1) * k);
+  std::vector<double*> outs(parts * k);
+  for (std::size_t t = 0; t < k; ++t) {
+    std::fill(targets[t].out, targets[t].out + targets[t].cells, targets[t].fill);
+    outs[t] = targets[t].out;
+  }
+  for (std::size_t p = 1; p < parts; ++p)
     for (std::size_t t = 0; t < k; ++t) {
-      if (part == 0) {
-        outs[t] = targets[t].out;
-        continue;
-      }
-      auto& own = partial[(part - 1) * k + t];
-      own.assign(targets[t].cells, targets[t].fill);
-      outs[t] = own.data();
+      partial.emplace_back(targets[t].cells, targets[t].fill);
+      outs[p * k + t] = partial.back().data();
     }
+  parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
     for (std::uint64_t lo = b; lo < e; lo += kSweepCells)
-      fn(part, outs.data(), lo, std::min(e, lo + kSweepCells));
+      fn(part, outs.data() + part * k, lo, std::min(e, lo + kSweepCells));
   });
   for (std::size_t p = 1; p < parts; ++p)
     for (std::size_t t = 0; t < k; ++t) {
       double* out = targets[t].out;
-      const double* other = partial[(p - 1) * k + t].data();
+      const double* other = outs[p * k + t];
       for (std::uint64_t c = 0; c < targets[t].cells; ++c)
         out[c] = targets[t].take_max ? std::max(out[c], other[c]) : out[c] + other[c];
     }

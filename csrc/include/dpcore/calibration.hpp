@@ -13,9 +13,9 @@
 // E = exp(b - m(s)) and sends the message m(s) + log Σ_s E. The shift is one number, the sum
 // of the maxima of b's terms (potentials and messages), so the belief, E and Σ_s E are one
 // sweep. Where that bound leaves a separator cell with a mass under 1e-250, the sweep is redone
-// with b's maximum if that lifts every cell over it, and otherwise (the cell's rows far below
-// the rest, or all -inf) with m(s) the maximum over the cells on s, whose largest term is
-// exactly 1, so a message never underflows. Downward (root first), the clique's marginal is
+// with b's maximum if that can lift every separator cell over it, and otherwise (the cell's
+// rows far below the rest, or all -inf) with m(s) the maximum over the cells on s, whose
+// largest term is exactly 1, so a message never underflows. Downward (root first), the clique's marginal is
 // P = E * M(s) / Σ_s E, where M is the parent's marginal on the separator: the exponentials
 // are not recomputed. A cell whose E flushes to 0 (b(x) < m(s) - 708) has, given its
 // separator cell, probability below e^-708 / 1e-250 < 1e-57 (e^-708 with per-cell shifts),

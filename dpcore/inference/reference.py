@@ -3,9 +3,10 @@
 For small domains, ``min_{q >= 0, 1^T q = N} sum_i ||Q_i A_i q - y_i||^2 / sigma_i^2`` (``A_i``
 marginalises the joint onto measurement i's attributes) is a least-squares problem on the
 scaled simplex. We solve it with SciPy's NNLS (the equality as a heavily weighted extra row),
-then polish on the support by the exact KKT system and *verify* the KKT conditions, so the
-value returned is the optimum to rounding error, not an iterate. Tests compare Private-PGM's
-fitted loss against it (issue 4 acceptance: exactness on small domains).
+then polish on the support by least squares under the equality and *verify* the KKT
+conditions, so the value returned is the optimum up to the small duality gap the tests certify
+(<= 1e-8 of the loss), not an iterate. Tests compare Private-PGM's fitted loss against it
+(issue 4 acceptance: exactness on small domains).
 """
 from __future__ import annotations
 

@@ -226,10 +226,10 @@ void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::u
     scatter_cells<kOp>(x, out, idx, b, e);
 }
 
-// The exponentials of the upward fast path, a contiguous sweep: x <- exp(x - shift).
-DPCORE_VECTOR_KERNEL void exp_cells(double* __restrict x, double shift, std::uint64_t b,
-                                    std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) x[i] = exp_one(x[i] - shift);
+// dst <- exp(src - shift) on cells [b, e): the product form of a potential or a message.
+DPCORE_VECTOR_KERNEL void exp_shifted(const double* __restrict src, double* __restrict dst,
+                                      double shift, std::uint64_t b, std::uint64_t e) {
+  for (std::uint64_t i = b; i < e; ++i) dst[i] = exp_one(src[i] - shift);
 }
 
 // Runs a gather kernel over all cells, split over the kernel threads.
@@ -361,6 +361,9 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   maximum_.resize(k);
   mass_.resize(k);
   message_.resize(k);
+  prob_.resize(k);
+  offset_.resize(k);
+  logged_.resize(k);
   sep_marginal_.resize(k);
   clique_queries_.resize(k);
   std::vector<std::vector<int>> clique_potentials(k);
@@ -375,6 +378,8 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     clique_potentials[std::size_t(c)].push_back(int(f));
     potential_offset_.push_back(potential_offset_.back() + checked_cell_count(t.shape_of(attrs)));
   }
+  potential_prob_.resize(potential_offset_.back());
+  potential_max_.resize(potentials_.size());
   for (std::size_t c = 0; c < k; ++c) {
     const auto& clique = t.cliques()[c];
     const auto shape = t.shape_of(clique);
@@ -383,6 +388,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     maximum_[c].resize(to_parent_[c].sub_cells);
     mass_[c].resize(to_parent_[c].sub_cells);
     message_[c].resize(to_parent_[c].sub_cells);
+    prob_[c].resize(to_parent_[c].sub_cells);
     sep_marginal_[c].resize(to_parent_[c].sub_cells);
     const int p = t.parent(int(c));
     if (p >= 0) {
@@ -412,12 +418,14 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
       const auto r = std::find_if(roots.begin(), roots.end(),
                                   [&](const auto* attrs) { return is_subset(x.attrs, *attrs); });
       if (r == roots.end()) {
-        terms_[c].push_back({x.source, make_cell_index(clique, t.shape_of(clique), x.attrs), {}, {}});
+        terms_[c].push_back(
+            {x.source, make_cell_index(clique, t.shape_of(clique), x.attrs), {}, {}, {}});
         roots.push_back(&x.attrs);
       } else {
         Term& root = terms_[c][std::size_t(r - roots.begin())];
         root.folds.emplace_back(x.source, make_cell_index(**r, t.shape_of(**r), x.attrs));
         root.sum.resize(root.index.sub_cells);
+        root.prob.resize(root.index.sub_cells);
       }
     }
   }
@@ -461,22 +469,57 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   }
 }
 
-const double* Calibrator::values(int source, const double* potentials) const {
-  return source >= 0 ? potentials + potential_offset_[std::size_t(source)]
-                     : message_[std::size_t(-1 - source)].data();
+const double* Calibrator::log_values(int source, const double* potentials) {
+  if (source >= 0) return potentials + potential_offset_[std::size_t(source)];
+  const auto d = std::size_t(-1 - source);
+  if (!logged_[d]) {  // a fast child's message, kept as (prob, offset) until a fallback reads it
+    const double* prob = prob_[d].data();
+    for (std::size_t s = 0; s < message_[d].size(); ++s)
+      message_[d][s] = std::log(prob[s]) + offset_[d];
+    logged_[d] = true;
+  }
+  return message_[d].data();
 }
 
-const double* Calibrator::table(const Term& term, const double* potentials) const {
-  return term.sum.empty() ? values(term.source, potentials) : term.sum.data();
+const double* Calibrator::prob_values(int source) const {
+  return source >= 0 ? potential_prob_.data() + potential_offset_[std::size_t(source)]
+                     : prob_[std::size_t(-1 - source)].data();
 }
 
-void Calibrator::fold(int c, const double* potentials) {
+double Calibrator::prob_offset(int source) const {
+  return source >= 0 ? potential_max_[std::size_t(source)] : offset_[std::size_t(-1 - source)];
+}
+
+double Calibrator::fold_probs(int c) {
+  double shift = 0.0;
+  for (Term& term : terms_[std::size_t(c)]) {
+    shift += prob_offset(term.source);
+    for (const auto& fold : term.folds) shift += prob_offset(fold.first);
+  }
+  // A non-finite offset (an all--inf or +inf potential or message) sends the clique to the
+  // fallback, which never reads these tables.
+  if (!std::isfinite(shift)) return shift;
   for (Term& term : terms_[std::size_t(c)]) {
     if (term.folds.empty()) continue;
-    const double* own = values(term.source, potentials);
+    const double* own = prob_values(term.source);
+    std::copy(own, own + term.prob.size(), term.prob.begin());
+    for (const auto& [source, index] : term.folds) {
+      const double* v = prob_values(source);
+      with_index(index, [&](auto idx) {
+        gather_kernel<Gather::kMultiply>(term.prob.data(), v, idx, 0, index.cells);
+      });
+    }
+  }
+  return shift;
+}
+
+void Calibrator::fold_logs(int c, const double* potentials) {
+  for (Term& term : terms_[std::size_t(c)]) {
+    if (term.folds.empty()) continue;
+    const double* own = log_values(term.source, potentials);
     std::copy(own, own + term.sum.size(), term.sum.begin());
     for (const auto& [source, index] : term.folds) {
-      const double* v = values(source, potentials);
+      const double* v = log_values(source, potentials);
       with_index(index, [&](auto idx) {
         gather_kernel<Gather::kAdd>(term.sum.data(), v, idx, 0, index.cells);
       });
@@ -489,7 +532,7 @@ void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
   double* b = belief_[std::size_t(c)].data();
   bool first = true;
   for (const Term& term : terms_[std::size_t(c)]) {
-    const double* v = table(term, potentials);
+    const double* v = term.folds.empty() ? log_values(term.source, potentials) : term.sum.data();
     with_index(term.index, [&](auto idx) {
       if (first)
         gather_kernel<Gather::kAssign>(b, v, idx, lo, hi);
@@ -501,90 +544,114 @@ void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
   if (first) std::fill(b + lo, b + hi, 0.0);
 }
 
-double Calibrator::sweep_up(int c, const double* potentials, double shift) {
+void Calibrator::sweep_up(int c, double scale) {
   const auto ci = std::size_t(c);
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
-  std::array<double, kMaxKernelThreads> part_max;
-  part_max.fill(kNegInf);
   with_index(up, [&](auto idx) {
     parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
-                   [&](unsigned part, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                     log_belief(c, potentials, lo, hi);
-                     part_max[part] = max_of(b + lo, hi - lo, part_max[part]);
-                     exp_cells(b, shift, lo, hi);
+                   [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                     // The scale goes in first: every factor after it is at most 1.
+                     bool first = scale == 1.0;
+                     if (!first) std::fill(b + lo, b + hi, scale);
+                     for (const Term& term : terms_[ci]) {
+                       const double* v =
+                           term.folds.empty() ? prob_values(term.source) : term.prob.data();
+                       with_index(term.index, [&](auto tidx) {
+                         if (first)
+                           gather_kernel<Gather::kAssign>(b, v, tidx, lo, hi);
+                         else
+                           gather_kernel<Gather::kMultiply>(b, v, tidx, lo, hi);
+                       });
+                       first = false;
+                     }
+                     if (first) std::fill(b + lo, b + hi, 1.0);
                      scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
                    });
   });
-  return *std::max_element(part_max.begin(), part_max.end());
 }
 
 void Calibrator::upward(int c, const double* potentials) {
   const auto ci = std::size_t(c);
   const CellIndex& up = to_parent_[ci];
-  // Fast path: one shift for the whole clique, so the belief, its exponentials and their sum
-  // to the separator are one sweep. The shift is an upper bound on the belief, the sum of its
-  // terms' maxima (a function of this run's inputs alone, so no E exceeds 1 and a run's
-  // result does not depend on earlier runs). It is exact when every separator cell keeps a
-  // mass of at least kMinMass: a flushed E (below e^-708) is then below
-  // 2^32 e^-708 / kMinMass < 1e-48 of its row's mass. Where the bound was loose enough that
-  // the belief's maximum as the shift could lift every row over kMinMass, the sweep is redone
-  // with that: masses grow by e^gain, gain = bound - maximum, and a row flushed to 0 (fewer
-  // than 2^32 cells, each then below e^(gain - 708)) can reach kMinMass only if gain > 110.
-  // Otherwise (rows far below the rest, all--inf rows, NaN or +inf) the shift is each
-  // separator cell's maximum, in two sweeps.
+  // Fast path: every term (potential or child message) is a table P <= 1 with a log offset,
+  // P = exp(t - offset), so the clique's E = exp(b - shift) with shift = Σ offsets is the
+  // product of its terms' P: one sweep of gathers and multiplies, no exponential per cell,
+  // summed to the separator in the same sweep. The shift is an upper bound on the belief and
+  // a function of this run's inputs alone (a run's result does not depend on earlier runs).
+  // It is exact when every separator cell keeps a mass of at least kMinMass: a flushed E
+  // (below e^-708) is then below 2^32 e^-708 / kMinMass < 1e-48 of its row's mass. Where the
+  // bound was loose enough that dividing by the largest E could lift every row over kMinMass,
+  // the sweep is redone with that scale in front: masses grow by e^gain, gain = -log(max E),
+  // and a row flushed to 0 (fewer than 2^32 cells, each then below e^(gain - 708)) can reach
+  // kMinMass only if gain > 110. Otherwise (rows far below the rest, all--inf rows, NaN or
+  // +inf) the shift is each separator cell's maximum log-belief, in two sweeps.
   constexpr double kMinMass = 1e-250;
   constexpr double kRescue = 110.0;
   const auto& mass = mass_[ci];
   auto exact = [&] {
     return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
   };
-  fold(c, potentials);
-  double shift = 0.0;
-  for (const Term& term : terms_[ci])
-    shift += max_of(table(term, potentials), term.index.sub_cells, kNegInf);
+  double shift = fold_probs(c);
   bool fast = false;
   if (std::isfinite(shift)) {
-    const double top = sweep_up(c, potentials, shift);
+    sweep_up(c, 1.0);
     fast = exact();
-    const double gain = shift - top;
-    if (!fast && std::isfinite(top) && gain > 0.0) {
+    if (!fast) {
+      const double top = max_of(belief_[ci].data(), up.cells, 0.0);
+      const double gain = -std::log(top);
       const double low = *std::min_element(mass.begin(), mass.end());
-      if (low > 0.0 ? std::log(low) + gain >= std::log(kMinMass) : gain > kRescue) {
-        shift = top;
-        sweep_up(c, potentials, shift);
+      if (top > 0.0 && std::isfinite(1.0 / top) && gain > 0.0 &&
+          (low > 0.0 ? std::log(low) + gain >= std::log(kMinMass) : gain > kRescue)) {
+        shift -= gain;
+        sweep_up(c, 1.0 / top);
         fast = exact();
       }
     }
   }
-  double* m = maximum_[ci].data();  // the shift of each separator cell
-  if (fast) {
-    std::fill(maximum_[ci].begin(), maximum_[ci].end(), shift);
-  } else {
-    double* b = belief_[ci].data();
-    with_index(up, [&](auto idx) {
-      parallel_sweep(up.cells, {{m, up.sub_cells, kNegInf, true}},
-                     [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                       log_belief(c, potentials, lo, hi);
-                       scatter_kernel<Scatter::kMax>(b, outs[0], idx, lo, hi);
-                     });
-      // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
-      for (double& x : maximum_[ci])
-        if (x == kNegInf) x = 0.0;
-      parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
-                     [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                       gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
-                       scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
-                     });
-    });
-  }
-  // A logarithm costs as much as ~8 cells of table work, and separators reach 10^5 cells.
   double* message = message_[ci].data();
-  const double* sums = mass_[ci].data();
+  double* prob = prob_[ci].data();
+  const double* sums = mass.data();
   const std::uint64_t n = up.sub_cells;
+  if (fast) {
+    // The message is mass * e^shift: kept as P = mass / max mass and its offset.
+    const double top = max_of(sums, n, 0.0);
+    const double inv = 1.0 / top;
+    parallel_chunks(n, chunk_count(n), [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
+      for (std::uint64_t s = lo; s < hi; ++s) prob[s] = sums[s] * inv;
+    });
+    offset_[ci] = shift + std::log(top);
+    logged_[ci] = false;
+    return;
+  }
+  fold_logs(c, potentials);
+  double* m = maximum_[ci].data();  // the shift of each separator cell
+  double* b = belief_[ci].data();
+  with_index(up, [&](auto idx) {
+    parallel_sweep(up.cells, {{m, up.sub_cells, kNegInf, true}},
+                   [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                     log_belief(c, potentials, lo, hi);
+                     scatter_kernel<Scatter::kMax>(b, outs[0], idx, lo, hi);
+                   });
+    // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
+    for (double& x : maximum_[ci])
+      if (x == kNegInf) x = 0.0;
+    parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
+                   [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                     gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
+                     scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
+                   });
+  });
+  // A logarithm costs as much as ~8 cells of table work, and separators reach 10^5 cells.
   parallel_chunks(n, chunk_count(8 * n), [&](unsigned, std::uint64_t lo, std::uint64_t hi) {
     for (std::uint64_t s = lo; s < hi; ++s) message[s] = std::log(sums[s]) + m[s];
   });
+  logged_[ci] = true;
+  // Its product form for the parent's fast path; a non-finite offset sends the parent to the
+  // fallback, which reads the logarithms.
+  const double top = max_of(message, n, kNegInf);
+  offset_[ci] = top;
+  if (std::isfinite(top)) exp_shifted(message, prob, top, 0, n);
 }
 
 double* Calibrator::query_output(std::size_t position, double* marginals) const {
@@ -641,10 +708,17 @@ double Calibrator::run(const double* potentials, double* marginals) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (spent_) throw InvalidArgument("run() on a Calibrator whose tables were moved out");
   calibrated_ = false;
+  // Each potential's product form, exp(f - max f), read by the upward fast path.
+  for (std::size_t f = 0; f < potentials_.size(); ++f) {
+    const std::uint64_t lo = potential_offset_[f], hi = potential_offset_[f + 1];
+    potential_max_[f] = max_of(potentials + lo, hi - lo, kNegInf);
+    if (std::isfinite(potential_max_[f]))
+      exp_shifted(potentials, potential_prob_.data(), potential_max_[f], lo, hi);
+  }
   const auto& order = tree_->order();
   for (std::size_t i = order.size(); i-- > 0;) upward(order[i], potentials);
-  const auto root = std::size_t(order[0]);
-  const double log_partition = message_[root][0];
+  const auto root = order[0];
+  const double log_partition = log_values(-1 - root, potentials)[0];
   if (!std::isfinite(log_partition)) diagnose(potentials, log_partition);
   for (int c : order) downward(c, marginals);
   // Queries read from earlier (larger) queries, in evaluation order.

@@ -102,19 +102,25 @@ class Calibrator {
     int source;       // a potential, or -1 - c for the message of child clique c
     CellIndex index;  // clique cell -> term cell
     std::vector<std::pair<int, CellIndex>> folds;  // (source, term cell -> its cell)
-    std::vector<double> sum;                       // the term plus its folds, if any
+    std::vector<double> prob;  // with folds: the product of the sources' product forms
+    std::vector<double> sum;   // with folds: the sum of their logarithms (the fallback's)
   };
   struct Query {
     int source;          // clique index, or tree cliques + query index when from a query
     CellIndex index;     // source cell -> query cell
   };
-  const double* values(int source, const double* potentials) const;  // a source's own table
-  const double* table(const Term& term, const double* potentials) const;  // with its folds
-  void fold(int clique, const double* potentials);  // the sums of terms with folds
-  // Potentials + child messages into cells [lo, hi) of the clique's belief.
+  // A source's log table; a fast child's message is logged on first use.
+  const double* log_values(int source, const double* potentials);
+  // A source's product form P = exp(t - offset) <= 1, and its offset.
+  const double* prob_values(int source) const;
+  double prob_offset(int source) const;
+  // Product forms of the clique's folded terms; returns the shift, Σ of all offsets.
+  double fold_probs(int clique);
+  void fold_logs(int clique, const double* potentials);  // log tables of the folded terms
+  // Potentials + child messages into cells [lo, hi) of the clique's log-belief (fallback).
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
-  // One fused sweep: log-belief, E = exp(b - shift), Σ_s E into mass_; returns the maximum b.
-  double sweep_up(int clique, const double* potentials, double shift);
+  // One fused sweep: E = scale * Π of the terms' product forms, Σ_s E into mass_.
+  void sweep_up(int clique, double scale);
   void upward(int clique, const double* potentials);
   void downward(int clique, double* marginals);
   double* query_output(std::size_t position, double* marginals) const;
@@ -143,7 +149,12 @@ class Calibrator {
   std::vector<std::vector<double>> belief_;   // per clique: log-belief, then E, then marginal
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
   std::vector<std::vector<double>> mass_;     // per clique: Σ_s E
-  std::vector<std::vector<double>> message_;  // per clique: upward message on its separator
+  std::vector<std::vector<double>> message_;  // per clique: log upward message, if logged_
+  std::vector<std::vector<double>> prob_;     // per clique: the message's product form
+  std::vector<double> offset_;                // per clique: ... and its offset
+  std::vector<char> logged_;                  // per clique: message_ holds this run's logs
+  std::vector<double> potential_prob_;        // flat like the potentials: exp(f - max f)
+  std::vector<double> potential_max_;         // per potential: max f
   std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
   double log_partition_ = 0.0;
   bool calibrated_ = false;

@@ -85,12 +85,13 @@ static void test_queries_match_the_joint() {
 static void test_large_cliques_and_shifting_potentials() {
   // A clique of 80730 cells is swept in pieces by two threads, with a query as large as the
   // clique, children's separators, and a block index (onto {2, 4}) whose blocks of 138 cells
-  // the pieces and slices cut. The cases move the potentials by thousands; make the sum of
-  // their maxima overshoot the belief's maximum by 1000 (the sweep is redone with the
-  // maximum); and move the rows with attribute 3 = 0 3000 up in one clique and 3000 down in
-  // the other: the child's separator holds attribute 3, so its rows are far apart (the
-  // per-separator-cell path), and the parent brings them back, so an error in their messages
-  // shows in the marginals.
+  // the pieces and slices cut. The cases move the potentials by thousands; make the product
+  // of their product forms (each <= 1) flush to 0 everywhere (a gap of 1000: the
+  // per-separator-cell path) or fall below 1e-250 without flushing (a gap of 600: the sweep is
+  // redone, scaled by the largest product); and move the rows with attribute 3 = 0 3000 up
+  // in one clique and 3000 down in the other: the child's separator holds attribute 3, so its
+  // rows are far apart (the per-separator-cell path), and the parent brings them back, so an
+  // error in their messages shows in the marginals.
   const std::vector<std::int64_t> shape{9, 5, 13, 23, 6, 19};
   const Lists potentials{{0, 1, 2, 3, 4}, {3, 4, 5}, {1, 4}, {5}};
   const Lists queries{{4, 3, 2, 1, 0}, {1, 4}, {0, 2}, {2, 4}, {5, 3}, {3}, {4}};
@@ -105,14 +106,15 @@ static void test_large_cliques_and_shifting_potentials() {
   for (double& v : base) v = normal(rng);
   const std::uint64_t big = 9 * 5 * 13 * 23 * 6;  // potential {0, 1, 2, 3, 4}, first
   const std::uint64_t pair = big + 23 * 6 * 19;    // where potential {1, 4} starts
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 6; ++round) {
     std::vector<double> flat = base;
     if (round == 1 || round == 2)
       for (std::uint64_t i = 0; i < big; ++i) flat[i] += round == 1 ? 1000.0 : -2000.0;
-    if (round == 3) {  // +1000 and -1000 where attribute 1 is 0: the same belief
-      for (std::uint64_t i = 0; i < 6; ++i) flat[pair + i] += 1000.0;
+    if (round == 3 || round == 5) {  // up and down where attribute 1 is 0: the same belief
+      const double gap = round == 3 ? 1000.0 : 600.0;
+      for (std::uint64_t i = 0; i < 6; ++i) flat[pair + i] += gap;
       for (std::uint64_t i = 0; i < big; ++i)
-        if ((i / (13 * 23 * 6)) % 5 == 0) flat[i] -= 1000.0;
+        if ((i / (13 * 23 * 6)) % 5 == 0) flat[i] -= gap;
     }
     if (round == 4) {  // attribute 3 = 0: 3000 up in one clique, 3000 down in the other
       for (std::uint64_t i = 0; i < big; ++i)

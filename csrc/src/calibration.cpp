@@ -20,6 +20,8 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // Runs shorter than this are cheaper through one index entry a cell (measured on the
 // bench/inference.py trees: 8 and 32 were slower, 2 much slower).
 constexpr std::uint64_t kMinRun = 16;
+// Cliques up to this many cells keep E between the sweeps (the size of a core's L2 cache).
+constexpr std::uint64_t kStoreCells = std::uint64_t{1} << 16;
 
 // A run-structured index as kernels see it: run r covers cells [r * run, (r + 1) * run) and
 // maps them to sub-table cells bases[r] + t * kStep.
@@ -105,16 +107,16 @@ __attribute__((always_inline)) inline void apply(double& x, double v) {
 }
 template <Gather kOp, class T>
 DPCORE_VECTOR_KERNEL void gather_cells(double* __restrict x, const double* __restrict v,
-                                       const T* __restrict idx, std::uint64_t b, std::uint64_t e) {
-  for (std::uint64_t i = b; i < e; ++i) apply<kOp>(x[i], v[idx[i]]);
+                                       const T* __restrict idx, std::uint64_t n) {
+  for (std::uint64_t i = 0; i < n; ++i) apply<kOp>(x[i], v[idx[i]]);
 }
 template <Gather kOp, int kStep>
 DPCORE_VECTOR_KERNEL void gather_run(double* __restrict x, const double* __restrict v,
                                      std::uint64_t n) {
   for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * kStep]);
 }
-// Cells [lo, hi) of a block: each sub-table value is applied along a stride (an inner loop
-// over the short width would spend its time entering and leaving the loop).
+// Cells [lo, hi) of a block, x pointing at cell lo: each sub-table value is applied along a
+// stride (an inner loop over the short width would spend its time entering and leaving it).
 template <Gather kOp>
 DPCORE_VECTOR_KERNEL void gather_block(double* __restrict x, const double* __restrict v,
                                        std::uint64_t lo, std::uint64_t hi, std::uint64_t width) {
@@ -122,22 +124,23 @@ DPCORE_VECTOR_KERNEL void gather_block(double* __restrict x, const double* __res
   for (std::uint64_t t = 0; t < width; ++t) {
     const double value = v[t];
     for (std::uint64_t o = first_at(lo, skew, t, width); o < hi; o += width)
-      apply<kOp>(x[o], value);
+      apply<kOp>(x[o - lo], value);
   }
 }
+// Cells [b, e) of a table, x pointing at cell b (a table, or a piece of one in a buffer).
 template <Gather kOp, class I>
 void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
   if constexpr (is_blocks<I>)
     for_each_block(idx, b, e,
                    [&](std::uint64_t c, std::uint64_t sub, std::uint64_t lo, std::uint64_t hi) {
-                     gather_block<kOp>(x + c, v + sub, lo, hi, idx.width);
+                     gather_block<kOp>(x + (c + lo - b), v + sub, lo, hi, idx.width);
                    });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
-      gather_run<kOp, I::step>(x + c, v + sub, n);
+      gather_run<kOp, I::step>(x + (c - b), v + sub, n);
     });
   else
-    gather_cells<kOp>(x, v, idx, b, e);
+    gather_cells<kOp>(x, v, idx + b, e - b);
 }
 
 // Scatter kernels: every cell of the table updates one cell of the sub-table, by sum or max
@@ -174,11 +177,11 @@ DPCORE_VECTOR_KERNEL void scatter_run(const double* __restrict x, double* __rest
 // chain every cell through a store and a reload; so a stretch of cells with the same output
 // is combined in a register and stored once.
 template <Scatter kOp, class T>
-void scatter_cells(const double* x, double* out, const T* idx, std::uint64_t b, std::uint64_t e) {
-  if (b >= e) return;
-  std::uint64_t cur = idx[b];
-  double acc = x[b];
-  for (std::uint64_t i = b + 1; i < e; ++i) {
+void scatter_cells(const double* x, double* out, const T* idx, std::uint64_t n) {
+  if (n == 0) return;
+  std::uint64_t cur = idx[0];
+  double acc = x[0];
+  for (std::uint64_t i = 1; i < n; ++i) {
     const std::uint64_t j = idx[i];
     if (j == cur) {
       acc = combine<kOp>(acc, x[i]);
@@ -190,8 +193,8 @@ void scatter_cells(const double* x, double* out, const T* idx, std::uint64_t b, 
   }
   out[cur] = combine<kOp>(out[cur], acc);
 }
-// Cells [lo, hi) of a block: each of its `width` outputs is a strided reduction, in four
-// partial results so the chain of combines is not one long dependency.
+// Cells [lo, hi) of a block, x pointing at cell lo: each of its `width` outputs is a strided
+// reduction, in four partial results so the chain of combines is not one long dependency.
 template <Scatter kOp>
 void scatter_block(const double* __restrict x, double* __restrict out, std::uint64_t lo,
                    std::uint64_t hi, std::uint64_t width) {
@@ -202,28 +205,29 @@ void scatter_block(const double* __restrict x, double* __restrict out, std::uint
     double a0 = kUnit, a1 = kUnit, a2 = kUnit, a3 = kUnit;
     std::uint64_t o = first_at(lo, skew, t, width);
     for (; o + 3 * width < hi; o += stride) {
-      a0 = combine<kOp>(a0, x[o]);
-      a1 = combine<kOp>(a1, x[o + width]);
-      a2 = combine<kOp>(a2, x[o + 2 * width]);
-      a3 = combine<kOp>(a3, x[o + 3 * width]);
+      a0 = combine<kOp>(a0, x[o - lo]);
+      a1 = combine<kOp>(a1, x[o - lo + width]);
+      a2 = combine<kOp>(a2, x[o - lo + 2 * width]);
+      a3 = combine<kOp>(a3, x[o - lo + 3 * width]);
     }
-    for (; o < hi; o += width) a0 = combine<kOp>(a0, x[o]);
+    for (; o < hi; o += width) a0 = combine<kOp>(a0, x[o - lo]);
     out[t] = combine<kOp>(out[t], combine<kOp>(combine<kOp>(a0, a1), combine<kOp>(a2, a3)));
   }
 }
+// Cells [b, e) of a table, x pointing at cell b.
 template <Scatter kOp, class I>
 void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::uint64_t e) {
   if constexpr (is_blocks<I>)
     for_each_block(idx, b, e,
                    [&](std::uint64_t c, std::uint64_t sub, std::uint64_t lo, std::uint64_t hi) {
-                     scatter_block<kOp>(x + c, out + sub, lo, hi, idx.width);
+                     scatter_block<kOp>(x + (c + lo - b), out + sub, lo, hi, idx.width);
                    });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
-      scatter_run<kOp, I::step>(x + c, out + sub, n);
+      scatter_run<kOp, I::step>(x + (c - b), out + sub, n);
     });
   else
-    scatter_cells<kOp>(x, out, idx, b, e);
+    scatter_cells<kOp>(x, out, idx + b, e - b);
 }
 
 // dst <- exp(src - shift) on cells [b, e): the product form of a potential or a message.
@@ -364,6 +368,9 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   prob_.resize(k);
   offset_.resize(k);
   logged_.resize(k);
+  scale_.resize(k);
+  stored_.resize(k);
+  held_.resize(k);
   sep_marginal_.resize(k);
   clique_queries_.resize(k);
   std::vector<std::vector<int>> clique_potentials(k);
@@ -535,39 +542,71 @@ void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
     const double* v = term.folds.empty() ? log_values(term.source, potentials) : term.sum.data();
     with_index(term.index, [&](auto idx) {
       if (first)
-        gather_kernel<Gather::kAssign>(b, v, idx, lo, hi);
+        gather_kernel<Gather::kAssign>(b + lo, v, idx, lo, hi);
       else
-        gather_kernel<Gather::kAdd>(b, v, idx, lo, hi);
+        gather_kernel<Gather::kAdd>(b + lo, v, idx, lo, hi);
     });
     first = false;
   }
   if (first) std::fill(b + lo, b + hi, 0.0);
 }
 
-void Calibrator::sweep_up(int c, double scale) {
+void Calibrator::product(int c, double* e, std::uint64_t lo, std::uint64_t hi) const {
+  const auto ci = std::size_t(c);
+  const double scale = scale_[ci];
+  // The scale goes in first: every factor after it is at most 1.
+  bool first = scale == 1.0;
+  if (!first) std::fill(e, e + (hi - lo), scale);
+  for (const Term& term : terms_[ci]) {
+    const double* v = term.folds.empty() ? prob_values(term.source) : term.prob.data();
+    with_index(term.index, [&](auto idx) {
+      if (first)
+        gather_kernel<Gather::kAssign>(e, v, idx, lo, hi);
+      else
+        gather_kernel<Gather::kMultiply>(e, v, idx, lo, hi);
+    });
+    first = false;
+  }
+  if (first) std::fill(e, e + (hi - lo), 1.0);
+}
+
+void Calibrator::sweep_up(int c, bool store) {
   const auto ci = std::size_t(c);
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
   with_index(up, [&](auto idx) {
     parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                     // The scale goes in first: every factor after it is at most 1.
-                     bool first = scale == 1.0;
-                     if (!first) std::fill(b + lo, b + hi, scale);
-                     for (const Term& term : terms_[ci]) {
-                       const double* v =
-                           term.folds.empty() ? prob_values(term.source) : term.prob.data();
-                       with_index(term.index, [&](auto tidx) {
-                         if (first)
-                           gather_kernel<Gather::kAssign>(b, v, tidx, lo, hi);
-                         else
-                           gather_kernel<Gather::kMultiply>(b, v, tidx, lo, hi);
-                       });
-                       first = false;
-                     }
-                     if (first) std::fill(b + lo, b + hi, 1.0);
-                     scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
+                     alignas(64) double piece[kSweepCells];
+                     double* e = store ? b + lo : piece;
+                     product(c, e, lo, hi);
+                     scatter_kernel<Scatter::kSum>(e, outs[0], idx, lo, hi);
                    });
+  });
+}
+
+double Calibrator::largest(int c) const {
+  const std::uint64_t cells = to_parent_[std::size_t(c)].cells;
+  double top = 0.0;
+  alignas(64) double piece[kSweepCells];
+  for (std::uint64_t lo = 0; lo < cells; lo += kSweepCells) {
+    const std::uint64_t hi = std::min(cells, lo + kSweepCells);
+    product(c, piece, lo, hi);
+    top = max_of(piece, hi - lo, top);
+  }
+  return top;
+}
+
+void Calibrator::marginal(int c, double* out) const {
+  const auto ci = std::size_t(c);
+  const CellIndex& up = to_parent_[ci];
+  const double* ratio = maximum_[ci].data();
+  with_index(up, [&](auto idx) {
+    for (std::uint64_t lo = 0; lo < up.cells; lo += kSweepCells) {
+      const std::uint64_t hi = std::min(up.cells, lo + kSweepCells);
+      product(c, out + lo, lo, hi);
+      gather_kernel<Gather::kMultiply>(out + lo, ratio, idx, lo, hi);
+    }
   });
 }
 
@@ -592,23 +631,30 @@ void Calibrator::upward(int c, const double* potentials) {
   auto exact = [&] {
     return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
   };
+  // A clique that fits in cache keeps E for the downward sweep; a larger one's is recomputed
+  // there from its terms' small tables, so no sweep writes the table: for large cliques that
+  // is most of a calibration's memory traffic.
+  const bool store = up.cells <= kStoreCells;
   double shift = fold_probs(c);
   bool fast = false;
+  scale_[ci] = 1.0;
   if (std::isfinite(shift)) {
-    sweep_up(c, 1.0);
+    sweep_up(c, store);
     fast = exact();
     if (!fast) {
-      const double top = max_of(belief_[ci].data(), up.cells, 0.0);
+      const double top = largest(c);
       const double gain = -std::log(top);
       const double low = *std::min_element(mass.begin(), mass.end());
       if (top > 0.0 && std::isfinite(1.0 / top) && gain > 0.0 &&
           (low > 0.0 ? std::log(low) + gain >= std::log(kMinMass) : gain > kRescue)) {
         shift -= gain;
-        sweep_up(c, 1.0 / top);
+        scale_[ci] = 1.0 / top;
+        sweep_up(c, store);
         fast = exact();
       }
     }
   }
+  stored_[ci] = store || !fast;
   double* message = message_[ci].data();
   double* prob = prob_[ci].data();
   const double* sums = mass.data();
@@ -631,15 +677,15 @@ void Calibrator::upward(int c, const double* potentials) {
     parallel_sweep(up.cells, {{m, up.sub_cells, kNegInf, true}},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
                      log_belief(c, potentials, lo, hi);
-                     scatter_kernel<Scatter::kMax>(b, outs[0], idx, lo, hi);
+                     scatter_kernel<Scatter::kMax>(b + lo, outs[0], idx, lo, hi);
                    });
     // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
     for (double& x : maximum_[ci])
       if (x == kNegInf) x = 0.0;
     parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                     gather_kernel<Gather::kExpShift>(b, m, idx, lo, hi);
-                     scatter_kernel<Scatter::kSum>(b, outs[0], idx, lo, hi);
+                     gather_kernel<Gather::kExpShift>(b + lo, m, idx, lo, hi);
+                     scatter_kernel<Scatter::kSum>(b + lo, outs[0], idx, lo, hi);
                    });
   });
   // A logarithm costs as much as ~8 cells of table work, and separators reach 10^5 cells.
@@ -669,7 +715,8 @@ void Calibrator::downward(int c, double* marginals) {
     ratio[s] = mass > 0.0 ? sep_marginal_[ci][s] / mass : 0.0;
   }
   // One sweep: the marginal, then its sums onto the children's separators and the queries
-  // read from this clique. Outputs too large for private per-thread copies are summed after.
+  // read from this clique. Outputs too large for private per-thread copies are summed after,
+  // from the marginal kept in the belief table.
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
   std::vector<ScatterTarget> targets;
@@ -687,21 +734,26 @@ void Calibrator::downward(int c, double* marginals) {
     add(to_child_[std::size_t(d)], sep_marginal_[std::size_t(d)].data());
   for (std::size_t pos : clique_queries_[ci])
     add(queries_[pos].index, query_output(pos, marginals));
+  const bool keep = stored_[ci] || !after.empty();
   with_index(up, [&](auto up_idx) {
     parallel_sweep(up.cells, targets,
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                     gather_kernel<Gather::kMultiply>(b, ratio, up_idx, lo, hi);
+                     alignas(64) double piece[kSweepCells];
+                     double* e = keep ? b + lo : piece;
+                     if (!stored_[ci]) product(c, e, lo, hi);
+                     gather_kernel<Gather::kMultiply>(e, ratio, up_idx, lo, hi);
                      for (std::size_t t = 0; t < fused.size(); ++t)
                        with_index(*fused[t], [&](auto idx) {
-                         scatter_kernel<Scatter::kSum>(b, outs[t], idx, lo, hi);
+                         scatter_kernel<Scatter::kSum>(e, outs[t], idx, lo, hi);
                        });
                    });
   });
   for (const auto& [index, out] : after)
     scatter(*index, out, 0.0, false,
             [&](double* o, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_kernel<Scatter::kSum>(b, o, idx, lo, hi);
+              scatter_kernel<Scatter::kSum>(b + lo, o, idx, lo, hi);
             });
+  held_[ci] = keep;
 }
 
 double Calibrator::run(const double* potentials, double* marginals) {
@@ -729,7 +781,7 @@ double Calibrator::run(const double* potentials, double* marginals) {
     const double* from = query_output(std::size_t(q.source) - k, marginals);
     scatter(q.index, query_output(pos, marginals), 0.0, false,
             [&](double* out, auto idx, std::uint64_t lo, std::uint64_t hi) {
-              scatter_kernel<Scatter::kSum>(from, out, idx, lo, hi);
+              scatter_kernel<Scatter::kSum>(from + lo, out, idx, lo, hi);
             });
   }
   log_partition_ = log_partition;
@@ -763,7 +815,7 @@ void Calibrator::spread(const double* query_values, double* potential_values) {
     for (const Spread& sp : spreads_[f]) {
       const double* values = query_values + query_offset_[std::size_t(sp.query)];
       gather(sp.index, [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
-        gather_kernel<Gather::kAdd>(out, values, idx, lo, hi);
+        gather_kernel<Gather::kAdd>(out + lo, values, idx, lo, hi);
       });
     }
   }
@@ -796,7 +848,9 @@ CalibratedTree Calibrator::snapshot(Self& self) {
   std::vector<Factor> separators;
   for (std::size_t c = 0; c < self.belief_.size(); ++c) {
     const auto& clique = t.cliques()[c];
-    beliefs.emplace_back(clique, t.shape_of(clique), take(self.belief_[c]));
+    std::vector<double> belief = take(self.belief_[c]);
+    if (!self.held_[c]) self.marginal(int(c), belief.data());
+    beliefs.emplace_back(clique, t.shape_of(clique), std::move(belief));
     const auto& sep = t.separator(int(c));
     separators.emplace_back(sep, t.shape_of(sep), take(self.sep_marginal_[c]));
   }

@@ -119,8 +119,11 @@ class Calibrator {
   void fold_logs(int clique, const double* potentials);  // log tables of the folded terms
   // Potentials + child messages into cells [lo, hi) of the clique's log-belief (fallback).
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
-  // One fused sweep: E = scale * Π of the terms' product forms, Σ_s E into mass_.
-  void sweep_up(int clique, double scale);
+  // E = scale_ * Π of the terms' product forms on cells [lo, hi), into e (at cell lo).
+  void product(int clique, double* e, std::uint64_t lo, std::uint64_t hi) const;
+  void sweep_up(int clique, bool store);  // one fused sweep: E (into belief_ if store), Σ_s E
+  double largest(int clique) const;    // max E
+  void marginal(int clique, double* out) const;  // E * ratio, a fast clique's marginal
   void upward(int clique, const double* potentials);
   void downward(int clique, double* marginals);
   double* query_output(std::size_t position, double* marginals) const;
@@ -146,7 +149,7 @@ class Calibrator {
   bool spreads_built_ = false;
   std::vector<int> query_slot_;               // evaluation position -> output position
   std::vector<std::vector<std::size_t>> clique_queries_;  // per clique: positions read from it
-  std::vector<std::vector<double>> belief_;   // per clique: log-belief, then E, then marginal
+  std::vector<std::vector<double>> belief_;   // per clique: log-belief, E, marginal, if held
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
   std::vector<std::vector<double>> mass_;     // per clique: Σ_s E
   std::vector<std::vector<double>> message_;  // per clique: log upward message, if logged_
@@ -155,6 +158,9 @@ class Calibrator {
   std::vector<char> logged_;                  // per clique: message_ holds this run's logs
   std::vector<double> potential_prob_;        // flat like the potentials: exp(f - max f)
   std::vector<double> potential_max_;         // per potential: max f
+  std::vector<double> scale_;                 // per clique: the fast path's scale of E
+  std::vector<char> stored_;                  // per clique: belief_ holds E after upward()
+  std::vector<char> held_;                    // per clique: belief_ holds the marginal
   std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
   double log_partition_ = 0.0;
   bool calibrated_ = false;

@@ -20,7 +20,8 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // Runs shorter than this are cheaper through one index entry a cell (measured on the
 // bench/inference.py trees: 8 and 32 were slower, 2 much slower).
 constexpr std::uint64_t kMinRun = 16;
-// Cliques up to this many cells keep E between the sweeps (the size of a core's L2 cache).
+// Cliques up to this many cells (half a megabyte, within a core's L2 cache) keep E between
+// the sweeps.
 constexpr std::uint64_t kStoreCells = std::uint64_t{1} << 16;
 
 // A run-structured index as kernels see it: run r covers cells [r * run, (r + 1) * run) and

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dpcore {
@@ -61,29 +62,39 @@ struct ScatterTarget {
 /// finds the piece in L1/L2, where one pass a table would stream it from L3 each time.
 constexpr std::uint64_t kSweepCells = 4096;
 
+/// Private output cells a thread keeps allocated between sweeps (8 MB).
+constexpr std::uint64_t kPooledCells = std::uint64_t{1} << 20;
+
 /// Sweeps n cells of a table into the targets: fn(part, outs, begin, end) on pieces of at most
 /// kSweepCells cells, in order within each thread's slice, with outs[t] the output for
 /// targets[t]. The calling thread writes the real outputs; every other thread writes private
 /// copies, merged at the end. So slices are cut only when every output is small next to the
-/// table, as separators are next to cliques.
+/// table, as separators are next to cliques. fn must not call parallel_sweep (the private
+/// copies may live in a buffer of the calling thread).
 template <class F>
 void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, F&& fn) {
   const bool small = std::all_of(targets.begin(), targets.end(),
                                  [&](const ScatterTarget& t) { return t.cells * 4 <= n; });
   const unsigned parts = small ? chunk_count(n) : 1;
   const std::size_t k = targets.size();
-  // Allocated here, not in the threads, where an exception would end the process.
-  std::vector<std::vector<double>> partial;
-  partial.reserve((parts - 1) * k);
+  // The other threads' outputs: up to kPooledCells in a buffer of the calling thread kept
+  // across calls (a fresh allocation of separator size each sweep cost page faults, 5% of a
+  // large tree's calibration), beyond that in one of their own. Allocated here, not in the
+  // threads, where an exception would end the process.
+  static thread_local std::vector<double> pool;
+  std::vector<double> own;
+  std::uint64_t cells = 0;
+  for (const ScatterTarget& t : targets) cells += t.cells;
+  const std::uint64_t need = (parts - 1) * cells;
+  std::vector<double>& partial = need <= kPooledCells ? pool : own;
+  if (partial.size() < need) partial.resize(need);
   std::vector<double*> outs(parts * k);
-  for (std::size_t t = 0; t < k; ++t) {
-    std::fill(targets[t].out, targets[t].out + targets[t].cells, targets[t].fill);
-    outs[t] = targets[t].out;
-  }
-  for (std::size_t p = 1; p < parts; ++p)
+  double* next = partial.data();
+  for (std::size_t p = 0; p < parts; ++p)
     for (std::size_t t = 0; t < k; ++t) {
-      partial.emplace_back(targets[t].cells, targets[t].fill);
-      outs[p * k + t] = partial.back().data();
+      double* out = p == 0 ? targets[t].out : std::exchange(next, next + targets[t].cells);
+      std::fill(out, out + targets[t].cells, targets[t].fill);
+      outs[p * k + t] = out;
     }
   parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
     for (std::uint64_t lo = b; lo < e; lo += kSweepCells)

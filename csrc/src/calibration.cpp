@@ -129,12 +129,38 @@ DPCORE_VECTOR_KERNEL void gather_block(double* __restrict x, const double* __res
   }
 }
 // Cells [b, e) of a table, x pointing at cell b (a table, or a piece of one in a buffer).
+// The same for a width known at compile time: cell o of the block reads v[o % kWidth], so
+// whole groups of kWidth cells are contiguous reads and writes of one repeating pattern.
+template <Gather kOp, int kWidth>
+DPCORE_VECTOR_KERNEL void gather_block_of(double* __restrict x, const double* __restrict v,
+                                          std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t o = lo;
+  for (; o < hi && o % kWidth != 0; ++o) apply<kOp>(x[o - lo], v[o % kWidth]);
+  double pattern[kWidth];
+  for (int t = 0; t < kWidth; ++t) pattern[t] = v[t];
+  for (; o + kWidth <= hi; o += kWidth)
+    for (int t = 0; t < kWidth; ++t) apply<kOp>(x[o - lo + std::uint64_t(t)], pattern[t]);
+  for (; o < hi; ++o) apply<kOp>(x[o - lo], v[o - (o / kWidth) * kWidth]);
+}
+// Widths 2..kMinRun-1 (a block's run is shorter than kMinRun) by their own kernels.
+template <Gather kOp, int kWidth = 2>
+void gather_block_width(double* x, const double* v, std::uint64_t lo, std::uint64_t hi,
+                        std::uint64_t width) {
+  if constexpr (kWidth < int(kMinRun)) {
+    if (width == kWidth)
+      gather_block_of<kOp, kWidth>(x, v, lo, hi);
+    else
+      gather_block_width<kOp, kWidth + 1>(x, v, lo, hi, width);
+  } else {
+    gather_block<kOp>(x, v, lo, hi, width);
+  }
+}
 template <Gather kOp, class I>
 void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
   if constexpr (is_blocks<I>)
     for_each_block(idx, b, e,
                    [&](std::uint64_t c, std::uint64_t sub, std::uint64_t lo, std::uint64_t hi) {
-                     gather_block<kOp>(x + (c + lo - b), v + sub, lo, hi, idx.width);
+                     gather_block_width<kOp>(x + (c + lo - b), v + sub, lo, hi, idx.width);
                    });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {

@@ -9,7 +9,7 @@
 
 namespace dpcore {
 
-/// Cells of table work below which a thread does not pay for its start (tens of microseconds).
+/// Cells of table work below which a slice does not pay for waking a worker (~20 µs).
 constexpr std::uint64_t kGrainCells = std::uint64_t{1} << 15;
 
 /// At most this many threads: the tables fit in cache shares beyond that.
@@ -31,8 +31,13 @@ inline unsigned chunk_count(std::uint64_t n) {
       std::max<std::uint64_t>(1, std::min<std::uint64_t>(kernel_threads(), n / kGrainCells)));
 }
 
+/// Runs call(context, p) for every p < parts: part 0 on the calling thread, the others on the
+/// kernels' worker threads (all on the caller when the workers are busy with another thread's
+/// job). call must not throw.
+void run_parts(unsigned parts, void (*call)(void*, unsigned), void* context);
+
 /// Calls fn(part, begin, end) on `parts` contiguous slices of [0, n), part 0 on the calling
-/// thread and the others on threads of their own. fn must not throw.
+/// thread and the others on worker threads. fn must not throw.
 template <class F>
 void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
   auto slice = [&](unsigned p) {
@@ -42,11 +47,8 @@ void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
     slice(0);
     return;
   }
-  std::vector<std::thread> threads;
-  threads.reserve(parts - 1);
-  for (unsigned p = 1; p < parts; ++p) threads.emplace_back(slice, p);
-  slice(0);
-  for (auto& t : threads) t.join();
+  run_parts(parts, [](void* context, unsigned p) { (*static_cast<decltype(slice)*>(context))(p); },
+            &slice);
 }
 
 /// A sub-table that a sweep reduces cells into: filled with `fill`, then combined by sum (or

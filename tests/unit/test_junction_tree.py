@@ -1,4 +1,9 @@
 """JunctionTree and CalibratedTree: hand-computed structure, sizes, sampling basics, errors."""
+import os
+import signal
+import time
+import warnings
+
 import numpy as np
 import pytest
 
@@ -133,6 +138,34 @@ def test_bad_input_raises_typed_errors():
     big = Domain(tuple("pqrs"), (2**16,) * 4)
     with pytest.raises(TableTooLargeError):
         JunctionTree(big, [tuple("pqrs")]).calibrate([])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_calibration_uses_threads_after_fork():
+    # A clique of 2 * 10^5 cells is split over the kernels' worker threads, which a forked
+    # child does not inherit: the child must start its own, not wait on the parent's forever.
+    domain = Domain(["A", "B", "C"], [40, 50, 100])
+    tree = JunctionTree(domain, [("A", "B", "C")])
+    rng = np.random.default_rng(3)
+    log_p = Factor(domain, rng.normal(size=(40, 50, 100)))
+    want = tree.calibrate([log_p]).project(("A", "C")).values
+    with warnings.catch_warnings():  # Python >= 3.12 warns on fork with threads: the point here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child reports by its exit status only
+        try:
+            got = tree.calibrate([log_p]).project(("A", "C")).values
+            os._exit(0 if np.array_equal(got, want) else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("calibration in a forked child did not finish in 60 s")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
 
 
 def test_out_of_clique_projection_survives_subnormal_separator_mass():

@@ -661,7 +661,7 @@ void Calibrator::upward(int c, const double* potentials) {
   // A clique that fits in cache keeps E for the downward sweep; a larger one's is recomputed
   // there from its terms' small tables, so no sweep writes the table: for large cliques that
   // is most of a calibration's memory traffic.
-  const bool store = up.cells <= kStoreCells;
+  const bool store = keep_ || up.cells <= kStoreCells;
   double shift = fold_probs(c);
   bool fast = false;
   scale_[ci] = 1.0;
@@ -907,6 +907,7 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
     flat.insert(flat.end(), f.values().begin(), f.values().end());
   }
   Calibrator calibrator(std::move(tree), std::move(attrs), {});
+  calibrator.keep_ = true;
   calibrator.run(flat.data(), nullptr);
   return std::move(calibrator).calibrated();
 }

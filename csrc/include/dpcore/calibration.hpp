@@ -165,6 +165,9 @@ class Calibrator {
   double log_partition_ = 0.0;
   bool calibrated_ = false;
   bool spent_ = false;  // the tables were moved out by calibrated() &&
+  bool keep_ = false;   // every clique keeps E: the caller takes calibrated() after one run
+  friend CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
+                                  const std::vector<Factor>& log_potentials);
   mutable std::mutex mutex_;
 };
 

@@ -128,7 +128,6 @@ DPCORE_VECTOR_KERNEL void gather_block(double* __restrict x, const double* __res
       apply<kOp>(x[o - lo], value);
   }
 }
-// Cells [b, e) of a table, x pointing at cell b (a table, or a piece of one in a buffer).
 // The same for a width known at compile time: cell o of the block reads v[o % kWidth], so
 // whole groups of kWidth cells are contiguous reads and writes of one repeating pattern.
 template <Gather kOp, int kWidth>
@@ -140,7 +139,7 @@ DPCORE_VECTOR_KERNEL void gather_block_of(double* __restrict x, const double* __
   for (int t = 0; t < kWidth; ++t) pattern[t] = v[t];
   for (; o + kWidth <= hi; o += kWidth)
     for (int t = 0; t < kWidth; ++t) apply<kOp>(x[o - lo + std::uint64_t(t)], pattern[t]);
-  for (; o < hi; ++o) apply<kOp>(x[o - lo], v[o - (o / kWidth) * kWidth]);
+  for (; o < hi; ++o) apply<kOp>(x[o - lo], v[o % kWidth]);
 }
 // Widths 2..kMinRun-1 (a block's run is shorter than kMinRun) by their own kernels.
 template <Gather kOp, int kWidth = 2>
@@ -155,6 +154,7 @@ void gather_block_width(double* x, const double* v, std::uint64_t lo, std::uint6
     gather_block<kOp>(x, v, lo, hi, width);
   }
 }
+// Cells [b, e) of a table, x pointing at cell b (a table, or a piece of one in a buffer).
 template <Gather kOp, class I>
 void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint64_t e) {
   if constexpr (is_blocks<I>)

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace dpcore {
@@ -18,11 +19,20 @@ namespace {
 // caller that finds the pool busy (another thread's kernel) runs its slices itself.
 class Pool {
  public:
+  // Starts up to `workers` threads; fewer if the system refuses one (the jobs then need
+  // fewer parts, or run on the caller).
   explicit Pool(unsigned workers) {
-    for (unsigned id = 1; id <= workers; ++id) std::thread([this, id] { serve(id); }).detach();
+    try {
+      for (unsigned id = 1; id <= workers; ++id) {
+        std::thread([this, id] { serve(id); }).detach();
+        workers_ = id;
+      }
+    } catch (const std::system_error&) {
+    }
   }
 
   bool run(unsigned parts, void (*call)(void*, unsigned), void* context) {
+    if (parts - 1 > workers_) return false;
     std::unique_lock<std::mutex> caller(busy_, std::try_to_lock);
     if (!caller.owns_lock()) return false;
     {
@@ -57,6 +67,7 @@ class Pool {
     }
   }
 
+  unsigned workers_ = 0;
   std::mutex busy_;  // held by the caller whose job the pool runs
   std::mutex mutex_;
   std::condition_variable wake_, done_;

@@ -65,7 +65,7 @@ struct ScatterTarget {
 constexpr std::uint64_t kSweepCells = 4096;
 
 /// Private output cells a thread keeps allocated between sweeps (8 MB).
-constexpr std::uint64_t kPooledCells = std::uint64_t{1} << 20;
+constexpr std::uint64_t kKeptCells = std::uint64_t{1} << 20;
 
 /// Sweeps n cells of a table into the targets: fn(part, outs, begin, end) on pieces of at most
 /// kSweepCells cells, in order within each thread's slice, with outs[t] the output for
@@ -79,16 +79,16 @@ void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, 
                                  [&](const ScatterTarget& t) { return t.cells * 4 <= n; });
   const unsigned parts = small ? chunk_count(n) : 1;
   const std::size_t k = targets.size();
-  // The other threads' outputs: up to kPooledCells in a buffer of the calling thread kept
+  // The other threads' outputs: up to kKeptCells in a buffer of the calling thread kept
   // across calls (a fresh allocation of separator size each sweep cost page faults, 5% of a
   // large tree's calibration), beyond that in one of their own. Allocated here, not in the
   // threads, where an exception would end the process.
-  static thread_local std::vector<double> pool;
+  static thread_local std::vector<double> kept;
   std::vector<double> own;
   std::uint64_t cells = 0;
   for (const ScatterTarget& t : targets) cells += t.cells;
   const std::uint64_t need = (parts - 1) * cells;
-  std::vector<double>& partial = need <= kPooledCells ? pool : own;
+  std::vector<double>& partial = need <= kKeptCells ? kept : own;
   if (partial.size() < need) partial.resize(need);
   std::vector<double*> outs(parts * k);
   double* next = partial.data();

@@ -112,3 +112,36 @@ def decode(text: str) -> Number:
         return value
     value = Fraction(text)
     return value.numerator if value.denominator == 1 else value
+
+
+# Every recorded cost is rounded *up* onto the grid 2**-COST_GRID_BITS, so running totals are
+# integers over one fixed power of two: a ledger's numbers stay ~150 bits however many distinct
+# sigmas it charges (exact sums of raw float costs grow a few hundred bits per charge). Rounding
+# up is conservative: rho-zCDP implies rho'-zCDP for every rho' >= rho (proofs/cost_rounding.py).
+# The excess is below 2**-128 ~ 2.9e-39 per charge.
+COST_GRID_BITS = 128
+COST_GRID = Fraction(1, 1 << COST_GRID_BITS)
+
+
+def round_cost_up(cost: Fraction) -> Fraction:
+    """The smallest multiple of ``2**-COST_GRID_BITS`` that is >= ``cost`` (a rational >= 0).
+
+    >>> round_cost_up(Fraction(1, 3)) - Fraction(1, 3) < COST_GRID
+    True
+    >>> round_cost_up(Fraction(1, 2)) == Fraction(1, 2)
+    True
+    """
+    cost = Fraction(cost)
+    if cost < 0:
+        raise InvalidArgumentError(f"cost must be >= 0, got {cost}")
+    units = -((-cost.numerator << COST_GRID_BITS) // cost.denominator)  # ceil(cost * 2**128)
+    return Fraction(units, 1 << COST_GRID_BITS)
+
+
+def round_cost_down(target: Fraction) -> Fraction:
+    """The largest multiple of ``2**-COST_GRID_BITS`` that is <= ``target`` (a rational >= 0):
+    calibrating a parameter to this value makes its rounded-up cost fit within ``target``."""
+    target = Fraction(target)
+    if target < 0:
+        raise InvalidArgumentError(f"target must be >= 0, got {target}")
+    return Fraction((target.numerator << COST_GRID_BITS) // target.denominator, 1 << COST_GRID_BITS)

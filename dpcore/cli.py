@@ -1,7 +1,8 @@
 """The ``dpcore`` command: synth, verify, evaluate, schema infer, proofs.
 
 Exit codes: 0 success; 2 usage or input error (one line naming the problem, no traceback);
-3 privacy refusal (the filter refused a charge) or a ledger that does not verify.
+3 privacy refusal (the filter refused a charge) or a ledger that does not verify; 4 a ledger
+whose every check holds but whose last run was cut off (no closing entry): incomplete.
 Every output file is written to a temporary file and renamed into place, so a failed run
 leaves no partial CSV. The ledger is the exception by design: the privacy filter saves it
 (atomically) after every charge, so budget spent by a run that later fails stays on record.
@@ -19,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
-EXIT_OK, EXIT_INPUT, EXIT_PRIVACY = 0, 2, 3
+EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
 MECHANISMS = ("aim", "mst", "mwem", "independent")
 DATA_DIR = Path(__file__).resolve().parent / "data"
 RESULT_FORMAT = "dpcore-result"
@@ -126,10 +127,15 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         if b is not None and os.path.abspath(a) == os.path.abspath(b):
             raise CliError(f"{label} and another output are the same file {a!r}")
     _probe_writable(args.out, "--out")
-    _probe_writable(args.ledger, "--ledger", must_not_exist=True)
+    if args.continue_ledger:
+        if not Path(args.ledger).is_file():
+            raise CliError(f"--continue: ledger {args.ledger!r} does not exist (nothing to continue)")
+    else:
+        _probe_writable(args.ledger, "--ledger", must_not_exist=True)
     _probe_writable(args.result, "--result")
     data_path, schema = _data_and_schema(args)
-    options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger}
+    options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
+                               "continue_ledger": args.continue_ledger, "noise": args.noise}
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)
@@ -146,11 +152,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
               "real release", file=sys.stderr)
     started = time.perf_counter()
     codes = read_codes(data_path, schema, sep=args.delimiter)
-    if not args.quiet:
-        print(f"dpcore: read {len(codes)} rows x {codes.shape[1]} columns from {data_path}",
-              file=sys.stderr)
     from dpcore.accounting import approx_dp_to_zcdp
-    budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what the synthesizer's filter gets
+    budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what this run may spend
     bar = _progress(args, args.mechanism.upper())
 
     def on_round(record: Any) -> None:
@@ -159,23 +162,54 @@ def _cmd_synth(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"round {record.index + 1} {'x'.join(record.clique)}")
 
     try:
-        synth.fit_codes(codes, schema, callback=on_round, rows=args.rows)
+        synth.fit_codes(codes, schema, callback=on_round, rows=args.rows, keep_open=True,
+                        input_sha256=_file_sha256(data_path))
     finally:
         if bar is not None:
             bar.close()
-    frame = synth.sample()  # the mechanism's own synthetic table, decoded
-    missing = schema.missing_values[0] if schema.missing_values else ""
-    write_table(frame, args.out, missing_token=missing, sep=args.delimiter)
+    try:
+        frame = synth.sample()  # the mechanism's own synthetic table, decoded
+        missing = schema.missing_values[0] if schema.missing_values else ""
+        write_table(frame, args.out, missing_token=missing, sep=args.delimiter)
+        outputs = {str(args.out): _file_sha256(args.out)}
+        if args.result is not None:
+            _atomic_json(args.result, _result_document(args, synth, data_path))
+            outputs[str(args.result)] = _file_sha256(args.result)
+    except BaseException as exc:
+        synth.close_run("failed", reason=f"writing the outputs: {type(exc).__name__}")
+        raise
+    synth.close_run("completed", outputs=outputs)
+    _save_salt(args.ledger, synth)
     elapsed = time.perf_counter() - started
-    if args.result is not None:
-        _atomic_json(args.result, _result_document(args, synth, data_path, elapsed))
     if not args.quiet:
         _print_summary(args, synth, len(frame), elapsed)
     return EXIT_OK
 
 
-def _result_document(args: argparse.Namespace, synth: Any, data_path: Path,
-                     elapsed: float) -> dict[str, Any]:
+def _file_sha256(path: str | os.PathLike) -> str:
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _save_salt(ledger: str, synth: Any) -> None:
+    """Keep the salt that opens the run's input commitment in a private file beside the ledger
+    (mode 0600; do not publish it: with it, anyone can test a guessed input file)."""
+    path = f"{ledger}.private"
+    line = json.dumps({"run": synth.ledger.runs - 1, "input_sha256": synth.input_sha256_,
+                       "input_salt": synth.input_salt_}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _result_document(args: argparse.Namespace, synth: Any, data_path: Path) -> dict[str, Any]:
+    """What the run released (public): no record count, no timings (both depend on the data)."""
     result, ledger = synth.result, synth.ledger
     doc: dict[str, Any] = {
         "format": RESULT_FORMAT, "version": 1, "mechanism": args.mechanism,
@@ -183,8 +217,6 @@ def _result_document(args: argparse.Namespace, synth: Any, data_path: Path,
         "rho_budget": str(ledger.budget), "rho_spent": str(ledger.spent),
         "data": str(data_path), "out": str(args.out), "ledger": str(args.ledger),
         "rows": len(result.synthetic), "rounds": len(result.rounds),
-        "timings": {k: round(v, 4) for k, v in result.timings.items()},
-        "seconds": round(elapsed, 3),
         "measured": [{"index": r.index, "kind": r.kind, "attrs": list(r.clique),
                       "sigma": r.sigma, "epsilon": r.epsilon, "rho": str(r.rho)}
                      for r in result.rounds],
@@ -218,22 +250,35 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     path = Path(args.ledger)
     if not path.is_file():
         raise CliError(f"ledger {args.ledger!r}: no such file")
-    try:
-        report = verify_ledger(path)
-    except (ValueError, OSError) as err:  # unreadable / truncated / not a ledger
-        raise CliError(f"ledger {args.ledger!r} does not verify: {err}", EXIT_PRIVACY) from None
+    if (args.epsilon is None) != (args.delta is None):
+        raise CliError("give both --epsilon and --delta (the promise to check), or neither")
+    promise = {}
+    if args.epsilon is not None:
+        promise = {"epsilon": _positive("--epsilon", args.epsilon),
+                   "delta": _positive("--delta", args.delta)}
+        if not (math.isfinite(promise["epsilon"]) and promise["epsilon"] > 0):
+            raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
+        if not 0 < promise["delta"] < 1:
+            raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+    report = verify_ledger(path, **promise)
     if args.json:
-        print(json.dumps({"ok": bool(report.ok), "entries": report.entries,
+        print(json.dumps({"ok": bool(report.ok), "status": report.status,
+                          "entries": report.entries, "runs": report.runs,
                           "rho_spent": None if report.rho_spent is None else str(report.rho_spent),
                           "rho_budget": None if report.rho_budget is None
                           else str(report.rho_budget),
                           "epsilon": report.epsilon, "delta": report.delta,
+                          "promise": report.promise, "notes": list(report.notes),
                           "reasons": list(report.reasons)}, indent=1))
     else:
         print(report.summary())
-    if not report.ok:
-        why = "; ".join(report.reasons) or "no reason given"
-        raise CliError(f"ledger {args.ledger!r} does NOT verify: {why}", EXIT_PRIVACY)
+    if report.status == "fail":
+        more = f" (and {len(report.reasons) - 1} more)" if len(report.reasons) > 1 else ""
+        raise CliError(f"ledger {args.ledger!r} does NOT verify: {report.reasons[0]}{more}",
+                       EXIT_PRIVACY)
+    if report.status == "incomplete":
+        print(f"dpcore: ledger {args.ledger!r} is INCOMPLETE: {report.notes[0]}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_OK
 
 
@@ -374,13 +419,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rounds", type=int, help="rounds: AIM's T or MWEM's count")
     s.add_argument("--delimiter", default=",", help="CSV delimiter (default ',')")
     s.add_argument("--out", required=True, help="synthetic CSV to write")
-    s.add_argument("--ledger", required=True, help="ledger JSON to write (must not exist)")
+    s.add_argument("--ledger", required=True,
+                   help="ledger to write (must not exist, unless --continue)")
+    s.add_argument("--continue", dest="continue_ledger", action="store_true",
+                   help="charge this run to an existing ledger, within its lifetime budget")
+    s.add_argument("--noise", choices=("discrete", "gaussian"), default="discrete",
+                   help="measurement noise: the exact discrete Gaussian (default) or float "
+                        "Gaussian (same cost; floats can leak through low-order bits)")
     s.add_argument("--result", help="also write a result JSON (rounds, AIM's confidence bounds)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     s.set_defaults(func=_cmd_synth)
 
     v = sub.add_parser("verify", help="verify a ledger independently (exit 0 only if valid)")
     v.add_argument("ledger")
+    v.add_argument("--epsilon", help="the promised epsilon (default: the ledger's own, reported "
+                   "as taken from the file)")
+    v.add_argument("--delta", help="the promised delta (give with --epsilon)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_cmd_verify)
 

@@ -38,6 +38,10 @@ SchemaLike = Union[Schema, Mapping[str, Any], str, "os.PathLike[str]"]
 
 __all__ = ["AIM", "MST", "MWEM", "Independent", "Synthesizer"]
 
+# "discrete": the exact discrete Gaussian on counts (default; no floating point in the noise);
+# "gaussian": continuous float noise (same zCDP cost, but floats leak through their low bits).
+NOISES = ("discrete", "gaussian")
+
 
 def as_schema(schema: SchemaLike | None) -> Schema:
     """A Schema from a Schema, a dict (schema or mbi domain) or a JSON file path."""
@@ -67,17 +71,26 @@ class Synthesizer(abc.ABC):
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float, *, seed: int | None = None,
-                 ledger_path: str | os.PathLike | None = None) -> None:
+                 ledger_path: str | os.PathLike | None = None, continue_ledger: bool = False,
+                 noise: str = "discrete") -> None:
         for label, value, ok in (("epsilon", epsilon, lambda v: v > 0),
                                  ("delta", delta, lambda v: 0 < v < 1)):
             if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not (
                     np.isfinite(float(value)) and ok(value)):
                 rule = "> 0 and finite" if label == "epsilon" else "in (0, 1)"
                 raise InvalidArgumentError(f"{label} must be {rule}, got {value!r}")
+        if noise not in NOISES:
+            raise InvalidArgumentError(f"noise must be one of {NOISES}, got {noise!r}")
+        if not isinstance(continue_ledger, bool):
+            raise InvalidArgumentError(f"continue_ledger must be True or False, got {continue_ledger!r}")
+        if continue_ledger and ledger_path is None:
+            raise InvalidArgumentError("continue_ledger=True needs the ledger_path to continue")
         self.epsilon, self.delta, self.seed = epsilon, delta, seed
-        self.ledger_path = ledger_path
+        self.ledger_path, self.continue_ledger, self.noise = ledger_path, continue_ledger, noise
         self.schema_: Schema | None = None
         self.result_: MechanismResult | None = None
+        self.input_salt_: str | None = None
+        self._filter: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -106,22 +119,82 @@ class Synthesizer(abc.ABC):
 
     def fit_codes(self, codes: np.ndarray, schema: Schema, *,
                   callback: Callable[[RoundRecord], None] | None = None,
-                  rows: int | None = None) -> "Synthesizer":
+                  rows: int | None = None, keep_open: bool = False,
+                  input_sha256: str | None = None) -> "Synthesizer":
         """Run on an already encoded ``N x d`` code array (what the CLI uses for big files).
-        ``rows``: size of the result's synthetic table (default: the model's noisy total)."""
+        ``rows``: size of the result's synthetic table (default: the model's noisy total).
+        The run is recorded in the ledger between an opening and a closing entry;
+        ``keep_open=True`` leaves it open for the caller to close (with its outputs' hashes)
+        through :meth:`close_run`. ``input_sha256``: the input file's hash (default: the
+        codes'), committed to in the opening entry."""
         from dpcore import Curator, Dataset
-        from dpcore.accounting import PrivacyFilter
+        from dpcore.accounting import PrivacyFilter, approx_dp_to_zcdp
 
         if self.result_ is not None:
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
         dataset = Dataset(codes, schema.domain())
-        privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
-                                                      ledger_path=self.ledger_path)
-        curator = Curator(dataset, privacy_filter, seed=self.seed)
+        rho = approx_dp_to_zcdp(self.epsilon, self.delta)
+        if self.continue_ledger:
+            privacy_filter = PrivacyFilter.resume(self.ledger_path)
+        else:
+            privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
+                                                          ledger_path=self.ledger_path)
+        try:
+            privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256))
+        except BaseException:
+            privacy_filter.close()
+            raise
+        self._filter = privacy_filter
         self.schema_ = schema
-        self.result_ = self._run(curator, callback=callback, rows=rows)
+        try:
+            curator = Curator(dataset, privacy_filter, seed=self.seed)
+            self.result_ = self._run(curator, callback=callback, rows=rows)
+        except BaseException as exc:
+            self.close_run("failed", reason=f"{type(exc).__name__}: {exc}")
+            raise
+        if not keep_open:
+            self.close_run("completed")
         return self
+
+    def close_run(self, status: str = "completed", *, reason: str | None = None,
+                  outputs: Mapping[str, str] | None = None) -> None:
+        """Write the run's closing entry (``outputs``: file -> SHA-256) and release the ledger.
+        ``fit`` does this itself unless called with ``keep_open=True``."""
+        f = self._filter
+        if f is None or f.ledger.open_run is None:
+            return
+        try:
+            f.close_run(status, reason=reason, outputs=outputs)
+        finally:
+            f.close()
+
+    def _run_info(self, codes: np.ndarray, schema: Schema, input_sha256: str | None) -> dict:
+        """The opening entry: what runs, on which public schema and domain, and a hiding
+        commitment to the input. A plain SHA-256 of sensitive records would let anyone holding
+        a candidate table test membership; sha256(salt || sha256(input)) with a secret random
+        salt reveals nothing without the salt, which stays with the data owner
+        (``input_salt_``) and opens the commitment later."""
+        import hashlib
+        import json
+        import secrets
+        from dpcore import __version__
+        if input_sha256 is None:
+            digest = hashlib.sha256(f"{codes.dtype.str}{codes.shape}".encode())
+            digest.update(np.ascontiguousarray(codes).tobytes())
+            input_sha256 = digest.hexdigest()
+        salt = secrets.token_hex(32)
+        self.input_salt_, self.input_sha256_ = salt, input_sha256
+        schema_text = json.dumps(schema.to_dict(), sort_keys=True, separators=(",", ":"))
+        return {"mechanism": self.name, "parameters": self._parameters(),
+                "seed_fixed": self.seed is not None, "noise": self.noise,
+                "schema_sha256": hashlib.sha256(schema_text.encode("utf-8")).hexdigest(),
+                "input_commitment": hashlib.sha256(bytes.fromhex(salt) + bytes.fromhex(
+                    input_sha256)).hexdigest(),
+                "domain": schema.domain_dict(), "dpcore": __version__}
+
+    def _parameters(self) -> dict[str, Any]:
+        return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
 
     @abc.abstractmethod
     def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
@@ -185,17 +258,22 @@ class Synthesizer(abc.ABC):
 
 class _WorkloadSynthesizer(Synthesizer):
     def __init__(self, epsilon: float, delta: float, *, workload: WorkloadSpec = "all-3way",
-                 seed: int | None = None, ledger_path: str | os.PathLike | None = None,
-                 max_model_size: float | None = None, rounds: int | None = None) -> None:
-        super().__init__(epsilon, delta, seed=seed, ledger_path=ledger_path)
+                 max_model_size: float | None = None, rounds: int | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(epsilon, delta, **kwargs)
         self.workload, self.max_model_size, self.rounds = workload, max_model_size, rounds
+
+    def _parameters(self) -> dict[str, Any]:
+        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
+                "max_model_size": self.max_model_size}
 
     def _workload(self) -> list:
         assert self.schema_ is not None
         return parse_workload(self.workload, self.schema_.names)
 
     def _options(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"discrete": self.noise == "discrete"}
         if self.max_model_size is not None:
             out["max_model_size"] = self.max_model_size
         if self.rounds is not None:
@@ -238,7 +316,8 @@ class MST(Synthesizer):
 
     def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
         from .mst import mst
-        return mst(curator, synthetic_rows=rows, seed=self.seed, callback=callback)
+        return mst(curator, synthetic_rows=rows, seed=self.seed, callback=callback,
+                   discrete=self.noise == "discrete")
 
 
 class Independent(Synthesizer):
@@ -248,7 +327,8 @@ class Independent(Synthesizer):
 
     def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
         from .independent import independent
-        return independent(curator, synthetic_rows=rows, seed=self.seed, callback=callback)
+        return independent(curator, synthetic_rows=rows, seed=self.seed, callback=callback,
+                           discrete=self.noise == "discrete")
 
 
 def synthesizer_names() -> Sequence[str]:

@@ -14,6 +14,7 @@ from .errors import BudgetExceededError, LedgerError
 from .events import (ComposedEvent, Event, ExponentialEvent, GaussianEvent, PureDPEvent,
                      SelfComposedEvent, ZCDPEvent)
 from .filter import MAX_RHO, PrivacyFilter
+from .journal import LedgerInUseError
 from .ledger import Ledger, LedgerEntry
 
 _LAZY = {"verify_ledger", "VerificationReport"}  # the verifier imports sympy (~1 s): load on use
@@ -29,7 +30,7 @@ def __getattr__(name):
 
 __all__ = [
     "BudgetExceededError", "ComposedEvent", "DEFAULT_ORDERS", "Event", "ExponentialEvent",
-    "GaussianEvent", "Ledger", "LedgerEntry", "LedgerError", "MAX_RHO", "PrivacyFilter",
+    "GaussianEvent", "Ledger", "LedgerEntry", "LedgerError", "LedgerInUseError", "MAX_RHO", "PrivacyFilter",
     "PureDPEvent", "RDPAccountant", "SelfComposedEvent", "VerificationReport", "ZCDPAccountant",
     "ZCDPEvent", "approx_dp_to_zcdp", "approx_dp_to_zcdp_classic", "exponential_epsilon",
     "gaussian_sigma", "l2_sensitivity", "nist_mst_sigma", "rdp_curve", "rdp_to_approx_dp", "verify_ledger",

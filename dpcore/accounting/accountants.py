@@ -23,9 +23,17 @@ INFINITE = math.inf
 
 
 class ZCDPAccountant:
-    """Exact zCDP cost of events (neighbours: add/remove one record)."""
+    """zCDP cost of events (neighbours: add/remove one record)."""
 
     def rho(self, event: Event) -> Fraction | float:
+        """The cost the filter charges and the ledger records for ``event``: its exact rho
+        rounded *up* onto the grid 2**-128, or ``math.inf``. A valid zCDP bound (rho-zCDP implies
+        rho'-zCDP for rho' >= rho) whose size stays bounded (proofs/cost_rounding.py).
+        """
+        exact = self.exact_rho(event)
+        return exact if exact == INFINITE else num.round_cost_up(exact)
+
+    def exact_rho(self, event: Event) -> Fraction | float:
         """The exact rho for which ``event`` is rho-zCDP, or ``math.inf``.
 
         Privacy: GaussianEvent Delta^2/(2 sigma^2) (proofs/gaussian.py); ExponentialEvent
@@ -47,13 +55,13 @@ class ZCDPAccountant:
         if isinstance(event, ComposedEvent):
             total = Fraction(0)
             for part in event.events:
-                cost = self.rho(part)
+                cost = self.exact_rho(part)
                 if cost == INFINITE:
                     return INFINITE  # never mix inf with a huge Fraction (float overflow)
                 total += cost
             return total
         if isinstance(event, SelfComposedEvent):
-            cost = self.rho(event.event)
+            cost = self.exact_rho(event.event)
             return cost * event.count if cost != INFINITE else INFINITE
         raise DpcoreTypeError(f"not a privacy event: {type(event).__name__}")
 

@@ -1,10 +1,11 @@
 """Noise calibration: the float parameter to use for a target privacy cost.
 
-Each helper returns a float whose *exact* cost, as the filter computes it, is at most the
-target (never more): the irrational ideal is computed at 40 digits, rounded in the safe
-direction (sigma up, epsilon down), then checked in exact rational arithmetic and nudged by
-one ulp if needed. The cost is therefore within a few ulps below the target, and charging the
-event can never overspend because of rounding.
+Each helper returns a float whose *charged* cost, as the filter computes it (the exact cost
+rounded up onto the ledger's 2**-128 grid), is at most the target (never more): the target is
+first rounded down onto that grid, the irrational ideal is computed at 40 digits, rounded in
+the safe direction (sigma up, epsilon down), then checked in exact rational arithmetic and
+nudged by one ulp if needed. The cost is therefore within a few ulps below the target, and
+charging the event can never overspend because of rounding (proofs/cost_rounding.py).
 """
 from __future__ import annotations
 
@@ -30,12 +31,12 @@ def gaussian_sigma(rho, sensitivity=1) -> float:
     """
     rho = num.positive("rho", rho)
     sensitivity = num.positive("sensitivity", sensitivity)
+    target, delta_sq = _grid_target(rho), Fraction(sensitivity) ** 2
     with mpmath.workdps(MP_DPS):
-        sigma = round_up(mpf(sensitivity) / mpmath.sqrt(2 * mpf(rho)))
+        sigma = round_up(mpf(sensitivity) / mpmath.sqrt(2 * mpf(target)))
     if not 0 < sigma < math.inf:
         raise InvalidArgumentError(f"sigma for rho={rho!r}, sensitivity={sensitivity!r} is not a "
                                    "finite positive float")
-    target, delta_sq = Fraction(rho), Fraction(sensitivity) ** 2
     while delta_sq / (2 * Fraction(sigma) ** 2) > target:
         sigma = math.nextafter(sigma, math.inf)
     # Step back down while the smaller float still fits (round_up's margin may overshoot).
@@ -57,9 +58,9 @@ def exponential_epsilon(rho) -> float:
     1.0
     """
     rho = num.positive("rho", rho)
+    target = _grid_target(rho)
     with mpmath.workdps(MP_DPS):
-        eps = round_down(mpmath.sqrt(8 * mpf(rho)))
-    target = Fraction(rho)
+        eps = round_down(mpmath.sqrt(8 * mpf(target)))
     while eps > 0 and Fraction(eps) ** 2 / 8 > target:
         eps = math.nextafter(eps, 0.0)
     while True:
@@ -71,6 +72,15 @@ def exponential_epsilon(rho) -> float:
     if eps <= 0:
         raise InvalidArgumentError(f"rho is too small for a positive float epsilon, got {rho!r}")
     return eps
+
+
+def _grid_target(rho) -> Fraction:
+    """The largest grid value <= rho: an exact cost at most this is charged at most rho."""
+    target = num.round_cost_down(Fraction(rho))
+    if target <= 0:
+        raise InvalidArgumentError(f"rho must be at least 2**-{num.COST_GRID_BITS} (the ledger's "
+                                   f"cost grid), got {rho!r}")
+    return target
 
 
 def nist_mst_sigma(epsilon, delta) -> float:

@@ -8,6 +8,7 @@ the mechanism runs. Proof: proofs/zcdp_composition.py.
 """
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import threading
@@ -21,6 +22,7 @@ from .accountants import ZCDPAccountant
 from .conversions import approx_dp_to_zcdp, zcdp_to_approx_dp
 from .errors import BudgetExceededError, LedgerError
 from .events import EVENT_TYPES, Event
+from .journal import LedgerFile
 from .ledger import Ledger, normalize_what
 
 # A zCDP budget above this is no privacy at all (rho = 10**4 is epsilon ~ 10**4 at any sane
@@ -28,17 +30,30 @@ from .ledger import Ledger, normalize_what
 MAX_RHO = Fraction(10 ** 4)
 
 
+def _approx(x) -> str:
+    """A short rendering of an exact number for messages (never a 100-digit fraction)."""
+    try:
+        return f"{float(x):.6g}"
+    except OverflowError:
+        return "> 1e308"
+
+
 class PrivacyFilter:
     """Charge privacy events against a rho-zCDP budget; refuse any charge that would overspend.
 
-    ``charge`` is validate-then-commit: the cost is computed exactly, compared with the
-    remaining budget, the new ledger is written (atomically, when ``ledger_path`` is set), and
-    only then is the in-memory state updated and the cost returned. Callers draw noise only
-    after ``charge`` returns, so a refused charge draws nothing and changes nothing.
+    ``charge`` is validate-then-commit: the cost is computed (exactly, rounded up onto the
+    ledger's 2**-128 grid), re-validated, compared with what is left, the new entry is appended
+    to the ledger file (when ``ledger_path`` is set; the file is created exclusively and locked
+    for this filter's lifetime), and only then is the in-memory state updated and the cost
+    returned. Callers draw noise only after ``charge`` returns, so a refused charge draws
+    nothing and changes nothing.
+
+    The budget is the ledger's *lifetime* budget. A run (:meth:`open_run`) may cap its own
+    spend below it; ``remaining`` is what the current run may still spend.
 
     >>> from dpcore.accounting import GaussianEvent
     >>> f = PrivacyFilter(Fraction(1, 2))
-    >>> f.charge(GaussianEvent(2.0), what={"op": "measure", "attrs": ["age"]})
+    >>> f.charge(GaussianEvent(2.0), what={"release": "marginal", "attrs": ["age"]})
     Fraction(1, 8)
     >>> f.remaining
     Fraction(3, 8)
@@ -59,16 +74,16 @@ class PrivacyFilter:
             if implied > epsilon:
                 raise InvalidArgumentError(
                     f"rho={rho!r} is ({implied!r}, {delta!r})-DP, more than epsilon={epsilon!r}")
+        self._setup(Ledger(rho, epsilon=epsilon, delta=delta), None)
+        if ledger_path is not None:
+            self._file = LedgerFile.create(ledger_path, self._ledger)
+
+    def _setup(self, ledger: Ledger, file: LedgerFile | None) -> None:
         self._accountant = ZCDPAccountant()
         self._lock = threading.Lock()
-        self._ledger = Ledger(rho, epsilon=epsilon, delta=delta)
-        self._path = None if ledger_path is None else os.fspath(ledger_path)
-        if self._path is not None:
-            if os.path.exists(self._path):
-                raise InvalidArgumentError(
-                    f"ledger_path {self._path!r} already exists; refusing to overwrite a record of "
-                    "spent budget (use PrivacyFilter.resume(path) to continue it)")
-            self._ledger.save(self._path)
+        self._ledger = ledger
+        self._file = file
+        self._run_cap: Fraction | None = None
 
     @classmethod
     def from_approx_dp(cls, epsilon, delta, **kwargs) -> "PrivacyFilter":
@@ -78,26 +93,39 @@ class PrivacyFilter:
 
     @classmethod
     def resume(cls, ledger_path) -> "PrivacyFilter":
-        """Continue charging against a saved ledger (loaded and validated), saving to the same path."""
-        ledger = Ledger.load(ledger_path)
-        accountant = ZCDPAccountant()
-        for entry in ledger.entries:  # never continue from understated costs
-            if accountant.rho(entry.event) != entry.rho:
-                raise LedgerError(f"ledger {os.fspath(ledger_path)!r} entry {entry.seq}: recorded rho "
-                                  f"{entry.rho} != {accountant.rho(entry.event)} computed from its event")
+        """Continue charging against a saved ledger's lifetime budget, appending to the same
+        file (locked; loaded, and every recorded cost recomputed). A run the ledger shows as
+        still open was cut off; it is closed as ``interrupted`` first."""
+        file, ledger = LedgerFile.open(ledger_path)
+        try:
+            accountant = ZCDPAccountant()
+            for entry in ledger.charges:  # never continue from understated costs
+                if accountant.rho(entry.event) != entry.rho:
+                    raise LedgerError(
+                        f"ledger {os.fspath(ledger_path)!r} entry {entry.seq}: recorded rho "
+                        f"{_approx(entry.rho)} != {_approx(accountant.rho(entry.event))} "
+                        "computed from its event")
+            if ledger.spent > ledger.budget:
+                raise BudgetExceededError(f"ledger {os.fspath(ledger_path)!r} already overspends: "
+                                          f"spent {_approx(ledger.spent)} > budget "
+                                          f"{_approx(ledger.budget)}")
+        except BaseException:
+            file.close()
+            raise
         self = cls.__new__(cls)
-        self._accountant = accountant
-        self._lock = threading.Lock()
-        self._ledger = ledger
-        self._path = os.fspath(ledger_path)
-        if ledger.spent > ledger.budget:
-            raise BudgetExceededError(f"ledger {self._path!r} already overspends: spent "
-                                      f"{ledger.spent} > budget {ledger.budget}")
+        self._setup(ledger, file)
+        cut = ledger.open_run
+        if cut is not None:
+            self._append("close", None, Fraction(0), {
+                "run": cut.what.get("run") if isinstance(cut.what, dict) else None,
+                "status": "interrupted",
+                "reason": "no closing entry (the run was cut off); closed when the ledger was continued"})
         return self
 
     # -- state ---------------------------------------------------------------------------
     @property
     def budget(self) -> Fraction:
+        """The lifetime budget of the ledger."""
         return self._ledger.budget
 
     @property
@@ -106,7 +134,10 @@ class PrivacyFilter:
 
     @property
     def remaining(self) -> Fraction:
-        return self._ledger.budget - self._ledger.spent
+        """What may still be charged: the lifetime budget's rest, capped by the open run's."""
+        limit = self._ledger.budget if self._run_cap is None else min(self._run_cap,
+                                                                       self._ledger.budget)
+        return limit - self._ledger.spent
 
     @property
     def delta(self):
@@ -123,41 +154,99 @@ class PrivacyFilter:
 
     @property
     def ledger_path(self):
-        return self._path
+        return None if self._file is None else self._file.path
 
     def __repr__(self):
         return f"PrivacyFilter(budget={self.budget}, spent={self.spent})"
 
+    # -- runs ----------------------------------------------------------------------------
+    def open_run(self, rho, info=None) -> int:
+        """Start a run that may spend at most ``rho``: refused (BudgetExceededError, nothing
+        written) if that does not fit in the lifetime budget. ``info`` (JSON metadata: mechanism,
+        parameters, domain, hashes) goes into the opening entry. Returns the run's number."""
+        rho = Fraction(num.positive("rho", rho))
+        info = normalize_what(info or {})
+        if not isinstance(info, dict):
+            raise DpcoreTypeError("run info must be a JSON object")
+        with self._lock:
+            if self._ledger.open_run is not None:
+                raise InvalidArgumentError("a run is already open on this ledger; close it first")
+            left = self._ledger.budget - self._ledger.spent
+            if rho > left:
+                raise BudgetExceededError(
+                    f"this run needs rho {_approx(rho)} but the ledger's lifetime budget has "
+                    f"{_approx(left)} left (of {_approx(self._ledger.budget)})")
+            number = self._ledger.runs
+            started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            what = {**info, "run": number, "rho": str(rho), "started": started}
+            self._commit("open", None, Fraction(0), what)
+            self._run_cap = self._ledger.spent + rho
+        return number
+
+    def close_run(self, status: str = "completed", *, reason: str | None = None,
+                  outputs=None) -> None:
+        """End the open run: ``status`` "completed" or "failed" (with a one-line ``reason``);
+        ``outputs`` maps each output file to its SHA-256."""
+        if status not in ("completed", "failed"):
+            raise InvalidArgumentError(f"status must be 'completed' or 'failed', got {status!r}")
+        with self._lock:
+            run = self._ledger.open_run
+            if run is None:
+                raise InvalidArgumentError("no run is open on this ledger")
+            what = {"run": run.what.get("run"), "status": status}
+            if reason is not None:
+                what["reason"] = str(reason).splitlines()[0][:300] if str(reason) else ""
+            if outputs:
+                what["outputs"] = dict(outputs)
+            self._commit("close", None, Fraction(0), what)
+            self._run_cap = None
+
+    def close(self) -> None:
+        """Release the ledger file (and its writer lock). The in-memory ledger stays readable."""
+        if self._file is not None:
+            self._file.close()
+
     # -- charging ------------------------------------------------------------------------
     def cost(self, event: Event) -> Fraction | float:
-        """Exact rho of ``event`` (``math.inf`` if infinite) without charging it."""
+        """The rho ``event`` would be charged (``math.inf`` if infinite), without charging it."""
         if not isinstance(event, EVENT_TYPES):
             raise DpcoreTypeError(f"event must be a privacy event, got {type(event).__name__}")
         return self._accountant.rho(event)
 
     def can_afford(self, event: Event) -> bool:
         cost = self.cost(event)
-        return cost != math.inf and self._ledger.spent + cost <= self._ledger.budget
+        return cost != math.inf and cost <= self.remaining
 
     def charge(self, event: Event, what: Any = None) -> Fraction:
-        """Charge ``event``; return its exact rho. Raises :class:`BudgetExceededError` (and
-        changes nothing) if the exact new total would exceed the budget or the cost is infinite.
+        """Charge ``event``; return its rho. Raises :class:`BudgetExceededError` (and changes
+        nothing) if the new total would exceed the lifetime budget or the open run's cap, or
+        the cost is infinite.
 
         Privacy: fully adaptive zCDP filter, proofs/zcdp_composition.py.
         """
         cost = self.cost(event)
+        # Re-validate what the accountant returned: the predicate below is only a proof if
+        # the cost is a non-negative exact rational.
+        if cost == math.inf:
+            raise BudgetExceededError(f"{event!r} has infinite cost (sigma = 0 releases "
+                                      "exact values); refused")
+        if not isinstance(cost, Fraction) or cost < 0:
+            raise BudgetExceededError(f"cost of {event!r} is not a non-negative rational; refused")
         what = normalize_what(what)
         with self._lock:
-            ledger = self._ledger
-            if cost == math.inf:
-                raise BudgetExceededError(f"{event!r} has infinite cost (sigma = 0 releases "
-                                          "exact values); refused")
-            if ledger.spent + cost > ledger.budget:
+            if cost > self.remaining:
                 raise BudgetExceededError(
-                    f"charging rho={cost} for {event!r} would spend {ledger.spent + cost} > "
-                    f"budget {ledger.budget} (remaining {ledger.budget - ledger.spent})")
-            new = ledger.appended(event, cost, what)
-            if self._path is not None:
-                new.save(self._path)  # may raise: then nothing is committed
-            self._ledger = new
+                    f"charging rho={_approx(cost)} for {event!r} would exceed the budget "
+                    f"(remaining {_approx(self.remaining)} of {_approx(self.budget)})")
+            self._commit("charge", event, cost, what)
             return cost
+
+    def _commit(self, kind, event, cost, what) -> None:
+        new = self._ledger.appended(kind, event, cost, what)
+        if self._file is not None:
+            self._file.append(new)  # may raise: then nothing is committed
+        self._ledger = new
+
+    def _append(self, kind, event, cost, what) -> None:
+        with self._lock:
+            self._commit(kind, event, cost, what)

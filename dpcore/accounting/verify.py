@@ -1,12 +1,20 @@
-"""Independent verification of a privacy ledger.
+"""Independent verification of a privacy ledger: it takes nothing on trust from the file.
 
-:func:`verify_ledger` re-derives everything from the ledger's JSON with its *own* code: its own
+:func:`verify_ledger` re-derives everything from the ledger's text with its *own* code: its own
+JSON reading (strict: duplicate keys, NaN, huge literals and deep nesting are failures), its own
 number parser, its own cost formulas evaluated in **sympy** rationals (the filter uses
-``fractions.Fraction`` through :class:`~.accountants.ZCDPAccountant`), its own hash-chain
-check. The two share only the event definitions (the documented parameterisations), so an
-arithmetic bug in one is caught by the other. Only the final zCDP -> (epsilon, delta)
-conversion reuses :func:`~.conversions.zcdp_to_approx_dp`, which the filter never calls
-when charging.
+``fractions.Fraction``), its own rounding onto the 2**-128 cost grid and its own hash-chain
+check. What the auditor was promised comes from the auditor (``epsilon``, ``delta``), not from
+the file; without them the file's own (epsilon, delta) is used, and the report says so.
+
+Every charge is checked against what it released (``what``): a marginal of records has L2
+sensitivity 1, a weighted batch states its weights and the sensitivity is recomputed from them;
+a selection's sensitivity is the one it states; an event whose cost cannot be re-derived (a raw
+``ZCDPEvent`` or ``PureDPEvent``) is accepted only where nothing is released (``"release":
+"none"``). Marginal attributes must exist in the domain the run's opening entry recorded.
+
+Only the final zCDP <-> (epsilon, delta) conversions reuse :mod:`.conversions` (which the filter
+never calls when charging). It never raises on content: every problem is a reason in the report.
 """
 from __future__ import annotations
 
@@ -15,213 +23,514 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy
 
 from .conversions import zcdp_to_approx_dp
 
-_RATIONAL = re.compile(r"-?[0-9]+(/[0-9]+)?")
-_HEX_FLOAT = re.compile(r"-?0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+")
+FORMAT, VERSION = "dpcore-ledger", 2
+MAX_RHO = sympy.Integer(10) ** 4          # the filter's cap (filter.MAX_RHO), restated
+GRID = sympy.Integer(2) ** 128            # the cost grid (_numbers.COST_GRID_BITS), restated
+MAX_BYTES = 1 << 30
+MAX_DEPTH = 32
+_RATIONAL = re.compile(r"-?[0-9]{1,200}(/[0-9]{1,200})?")
+_HEX_FLOAT = re.compile(r"-?0x[0-9a-f]{1,16}(\.[0-9a-f]{0,16})?p[+-]?[0-9]{1,5}")
+_ENTRY_KEYS = {"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"}
+_ENTRIES_OPEN = ',"entries":['
+# What each release kind may be charged as; these are the documented releases of dpcore's
+# curator (dpcore/curator.py), each with its claim in proofs/.
+_RELEASES = {
+    "marginal": ("GaussianEvent",),          # proofs/gaussian.py, proofs/weighted_marginals.py
+    "selection": ("ExponentialEvent",),      # proofs/exponential_mechanism.py
+    "none": None,                            # releases nothing: any event (retired budget)
+}
 
 
 @dataclass(frozen=True)
 class VerificationReport:
-    """Outcome of :func:`verify_ledger`. ``ok`` is True only if ``reasons`` is empty."""
+    """Outcome of :func:`verify_ledger`.
+
+    ``status`` is "pass" (every check holds and every run closed), "incomplete" (every check
+    holds but a run has no closing entry or the last write was torn: a true record of what was
+    spent by a run that was cut off) or "fail". ``ok`` is True only for "pass".
+    """
 
     ok: bool
+    status: str
     rho_spent: Fraction | None
     rho_budget: Fraction | None
     epsilon: float | None
     delta: float | None
     entries: int
     reasons: tuple[str, ...]
+    runs: int = 0
+    promise: str = ""
+    notes: tuple[str, ...] = field(default=())
 
     def summary(self) -> str:
-        lines = [f"ledger verification: {'PASS' if self.ok else 'FAIL'}",
-                 f"  entries:    {self.entries}",
-                 f"  rho spent:  {self.rho_spent} (~{_approx(self.rho_spent)})",
-                 f"  rho budget: {self.rho_budget} (~{_approx(self.rho_budget)})"]
-        if self.delta is not None:
+        lines = [f"ledger verification: {self.status.upper()}",
+                 f"  entries:    {self.entries} ({self.runs} run{'s' if self.runs != 1 else ''})",
+                 f"  rho spent:  {_show(self.rho_spent)}",
+                 f"  rho budget: {_show(self.rho_budget)}"]
+        if self.delta is not None and self.epsilon is not None:
             lines.append(f"  (epsilon, delta) spent: ({self.epsilon!r}, {self.delta!r})")
-        lines += [f"  - {r}" for r in self.reasons]
+        if self.promise:
+            lines.append(f"  promise:    {self.promise}")
+        lines += [f"  note: {n}" for n in self.notes[:5]]
+        if self.reasons:
+            more = len(self.reasons) - 1
+            lines.append(f"  - {self.reasons[0]}")
+            if more:
+                lines.append(f"  - and {more} more problem{'s' if more > 1 else ''}")
         return "\n".join(lines)
 
 
-def _approx(x):
-    return None if x is None else float(x)
+def _show(x) -> str:
+    if x is None:
+        return "unknown"
+    text = str(x)
+    return text if len(text) <= 60 else f"~{float(x):.17g}"
 
 
 class _Bad(Exception):
     """A problem that stops verification (the structure cannot be read further)."""
 
 
+def verify_ledger(ledger_or_path, *, epsilon=None, delta=None) -> VerificationReport:
+    """Recompute every entry of a ledger (a :class:`~.ledger.Ledger`, a path, or its JSON dict)
+    and check it against the promised (``epsilon``, ``delta``): the ledger's budget must be at
+    most the largest rho whose CKS conversion is (epsilon, delta)-DP, and the spend at most the
+    budget. Without a promise the ledger's own (epsilon, delta) is checked (and must be there).
+    Never raises for bad ledger *content*: problems are reported in ``reasons``.
+    """
+    state = {"spent": None, "budget": None, "epsilon": None, "delta": None, "entries": 0,
+             "runs": 0, "incomplete": [], "notes": [], "promise": ""}
+    reasons: list[str] = []
+    try:
+        if (epsilon is None) != (delta is None):
+            raise _Bad("give both epsilon and delta as the promise, or neither")
+        promise = None
+        if epsilon is not None:
+            promise = (_promise_number("epsilon", epsilon), _promise_number("delta", delta))
+            if not promise[0] > 0 or not 0 < promise[1] < 1:
+                raise _Bad("the promise needs epsilon > 0 and 0 < delta < 1")
+        data, torn = _raw(ledger_or_path)
+        if torn:
+            state["incomplete"].append("the last write was cut off (the partial entry was "
+                                       "never committed)")
+        _check(data, reasons, state, promise, torn)
+    except _Bad as exc:
+        reasons.append(_line(str(exc)))
+    except Exception as exc:  # never raise on content: any failure to verify is a FAIL
+        reasons.append(_line(f"unverifiable content ({type(exc).__name__}: {exc})"))
+    status = "fail" if reasons else ("incomplete" if state["incomplete"] else "pass")
+    notes = tuple(state["incomplete"]) + tuple(state["notes"])
+    return VerificationReport(ok=status == "pass", status=status, rho_spent=state["spent"],
+                              rho_budget=state["budget"], epsilon=state["epsilon"],
+                              delta=state["delta"], entries=state["entries"],
+                              reasons=tuple(reasons), runs=state["runs"],
+                              promise=state["promise"], notes=notes)
+
+
+def _line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def _promise_number(name, value) -> sympy.Rational:
+    if isinstance(value, bool):
+        raise _Bad(f"promise {name} must be a number")
+    try:
+        q = Fraction(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _Bad(f"promise {name} must be a finite number, got {str(value)[:40]!r}") from None
+    return sympy.Rational(q.numerator, q.denominator)
+
+
+# -- reading ------------------------------------------------------------------------------
+def _raw(obj):
+    """The ledger as a JSON object and whether its last write was torn."""
+    if isinstance(obj, dict):
+        return obj, False
+    if hasattr(obj, "to_text"):
+        text = obj.to_text()
+    else:
+        try:
+            with open(os.fspath(obj), "rb") as fh:
+                raw = fh.read(MAX_BYTES + 1)
+        except (OSError, TypeError) as exc:
+            raise _Bad(f"cannot read ledger: {getattr(exc, 'strerror', None) or exc}") from None
+        if len(raw) > MAX_BYTES:
+            raise _Bad(f"ledger is larger than {MAX_BYTES} bytes")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Bad("ledger is not UTF-8 text") from None
+    try:
+        return _strict(text), False
+    except _Bad as first:
+        return _recover(text, first)
+
+
+def _strict(text: str):
+    depth = 0
+    for ch in re.sub(r'"(?:[^"\\]|\\.)*"', '""', text):   # nesting depth outside strings
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _Bad(f"JSON nested deeper than {MAX_DEPTH} levels")
+        elif ch in "]}":
+            depth -= 1
+
+    def pairs(items):
+        out = {}
+        for key, value in items:
+            if key in out:
+                raise _Bad(f"duplicate JSON key {key[:40]!r}")
+            out[key] = value
+        return out
+
+    def constant(name):
+        raise _Bad(f"JSON constant {name} in a ledger")
+
+    def integer(s):
+        if len(s) > 30:
+            raise _Bad(f"integer literal of {len(s)} digits")
+        return int(s)
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant,
+                          parse_int=integer)
+    except json.JSONDecodeError as exc:
+        raise _Bad(f"ledger is not valid JSON (truncated?): {exc}") from None
+
+
+def _recover(text: str, first: _Bad):
+    """A journal whose last append was cut off: its complete lines (own reading, kept apart
+    from the ledger module's on purpose)."""
+    lines = [line for line in text.split("\n")]
+    while lines and lines[-1] == "":
+        lines.pop()
+    if not lines or not lines[0].endswith(_ENTRIES_OPEN):
+        raise first
+    data = _strict(lines[0][:-len(_ENTRIES_OPEN)] + "}")
+    if not isinstance(data, dict):
+        raise first
+    entries = []
+    for i, line in enumerate(lines[1:]):
+        last = i == len(lines) - 2
+        if line.startswith("]"):
+            if last:
+                break
+            raise first
+        try:
+            entries.append(_strict(line[1:] if entries else line))
+        except _Bad:
+            if last:
+                break
+            raise first from None
+    data["entries"] = entries
+    data.setdefault("rho_spent", None)
+    data.setdefault("head_hash", None)
+    return data, True
+
+
+# -- numbers and costs --------------------------------------------------------------------
 def _parse_number(where: str, text) -> sympy.Rational:
     if not isinstance(text, str):
-        raise _Bad(f"{where}: expected an encoded number string, got {text!r}")
+        raise _Bad(f"{where}: expected an encoded number string, got {type(text).__name__}")
     if _HEX_FLOAT.fullmatch(text):
-        value = float.fromhex(text)
+        try:
+            value = float.fromhex(text)
+        except OverflowError:
+            raise _Bad(f"{where}: number out of range") from None
         if not math.isfinite(value):
-            raise _Bad(f"{where}: number must be finite, got {text!r}")
+            raise _Bad(f"{where}: number must be finite")
         p, q = value.as_integer_ratio()
         return sympy.Rational(p, q)
     if _RATIONAL.fullmatch(text):
         p, _, q = text.partition("/")
         if q and int(q) == 0:
-            raise _Bad(f"{where}: zero denominator in {text!r}")
+            raise _Bad(f"{where}: zero denominator")
         return sympy.Rational(int(p), int(q) if q else 1)
-    raise _Bad(f"{where}: not an exact number encoding: {text!r}")
+    raise _Bad(f"{where}: not an exact number encoding: {text[:40]!r}")
 
 
-def _cost(where: str, event) -> sympy.Expr:
-    """Recompute an event's rho in sympy (documented parameterisations, see events.py)."""
-    if not isinstance(event, dict) or "type" not in event:
+def _exact_cost(where: str, event) -> sympy.Expr:
+    """An event's exact rho in sympy (documented parameterisations, see events.py)."""
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise _Bad(f"{where}: event must be an object with a 'type'")
     kind = event["type"]
 
-    def field(name, *, positive=True):
+    def field_(name, *, positive=True):
         if name not in event:
             raise _Bad(f"{where}: {kind} lacks '{name}'")
         v = _parse_number(f"{where}.{name}", event[name])
         if (positive and v <= 0) or v < 0:
-            raise _Bad(f"{where}.{name} must be {'> 0' if positive else '>= 0'}, got {v}")
+            raise _Bad(f"{where}.{name} must be {'> 0' if positive else '>= 0'}")
         return v
 
+    known = {"GaussianEvent": {"type", "sigma", "sensitivity"},
+             "ExponentialEvent": {"type", "epsilon", "sensitivity"},
+             "PureDPEvent": {"type", "epsilon"}, "ZCDPEvent": {"type", "rho"},
+             "ComposedEvent": {"type", "events"}, "SelfComposedEvent": {"type", "event", "count"}}
+    if kind not in known:
+        raise _Bad(f"{where}: unknown event type {kind[:40]!r}")
+    if set(event) != known[kind]:
+        raise _Bad(f"{where}: {kind} must have exactly the keys {sorted(known[kind])}")
     if kind == "GaussianEvent":
-        sigma, sens = field("sigma", positive=False), field("sensitivity")
+        sigma, sens = field_("sigma", positive=False), field_("sensitivity")
         if sigma == 0:
             return sympy.oo
         return sens ** 2 / (2 * sigma ** 2)          # Bun & Steinke 2016, Prop. 1.6
     if kind == "ExponentialEvent":
-        field("sensitivity")
-        return field("epsilon") ** 2 / 8             # Cesar & Rogers 2021 (bounded range)
+        field_("sensitivity")
+        return field_("epsilon") ** 2 / 8             # Cesar & Rogers 2021 (bounded range)
     if kind == "PureDPEvent":
-        return field("epsilon") ** 2 / 2             # Bun & Steinke 2016, Prop. 1.4
+        return field_("epsilon") ** 2 / 2             # Bun & Steinke 2016, Prop. 1.4
     if kind == "ZCDPEvent":
-        return field("rho", positive=False)
+        return field_("rho", positive=False)
     if kind == "ComposedEvent":
-        parts = event.get("events")
-        if not isinstance(parts, list) or not parts:
+        parts = event["events"]
+        if not isinstance(parts, list) or not parts or len(parts) > 10 ** 5:
             raise _Bad(f"{where}: ComposedEvent needs a non-empty 'events' list")
-        return sympy.Add(*[_cost(f"{where}.events[{i}]", e) for i, e in enumerate(parts)])
-    if kind == "SelfComposedEvent":
-        count = event.get("count")
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise _Bad(f"{where}.count must be an int >= 1, got {count!r}")
-        return count * _cost(f"{where}.event", event.get("event"))
-    raise _Bad(f"{where}: unknown event type {kind!r}")
+        return sympy.Add(*[_exact_cost(f"{where}.events[{i}]", e) for i, e in enumerate(parts)])
+    count = event["count"]
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10 ** 12:
+        raise _Bad(f"{where}.count must be an int in [1, 10**12]")
+    return count * _exact_cost(f"{where}.event", event["event"])
+
+
+def _on_grid(cost) -> sympy.Rational:
+    """The recorded cost: the exact cost rounded up onto the grid 2**-128."""
+    return sympy.ceiling(cost * GRID) / GRID
+
+
+def _l2_norm_float_ok(sens: sympy.Rational, weights) -> bool:
+    """``sens`` is the smallest float >= ||weights||_2 (exact comparisons of squares)."""
+    total = sympy.Add(*[w ** 2 for w in weights])
+    if total <= 0 or sens ** 2 < total:
+        return False
+    below = math.nextafter(float(sens), 0.0)
+    b = sympy.Rational(*below.as_integer_ratio())
+    return b ** 2 < total
+
+
+# -- the checks ---------------------------------------------------------------------------
+def _check(data, reasons, state, promise, torn):
+    if not isinstance(data, dict):
+        raise _Bad("ledger must be a JSON object")
+    if data.get("format") != FORMAT or data.get("version") != VERSION or isinstance(
+            data.get("version"), bool):
+        raise _Bad(f"unsupported ledger format/version: {str(data.get('format'))[:30]!r} "
+                   f"{str(data.get('version'))[:10]!r} (this verifier reads {FORMAT} v{VERSION})")
+    budget = data.get("budget")
+    if not isinstance(budget, dict) or set(budget) != {"rho", "epsilon", "delta"}:
+        raise _Bad("budget must be an object with exactly rho, epsilon, delta")
+    rho_budget = _parse_number("budget.rho", budget["rho"])
+    if rho_budget <= 0:
+        raise _Bad("budget.rho must be > 0")
+    state["budget"] = Fraction(int(rho_budget.p), int(rho_budget.q))
+    if rho_budget > MAX_RHO:
+        reasons.append(f"budget rho {_show(state['budget'])} exceeds the filter's cap {MAX_RHO}")
+    file_eps = None if budget["epsilon"] is None else _parse_number("budget.epsilon", budget["epsilon"])
+    file_delta = None if budget["delta"] is None else _parse_number("budget.delta", budget["delta"])
+    if file_delta is not None and not 0 < file_delta < 1:
+        raise _Bad("budget.delta must be in (0, 1)")
+    if file_eps is not None and file_eps <= 0:
+        raise _Bad("budget.epsilon must be > 0")
+    if promise is None:
+        if file_eps is None or file_delta is None:
+            reasons.append("no (epsilon, delta) promise: the ledger records none and none was "
+                           "given (pass --epsilon and --delta)")
+            eps_p, delta_p = None, file_delta
+        else:
+            eps_p, delta_p = file_eps, file_delta
+            state["promise"] = "taken from the ledger file (pass --epsilon/--delta to state yours)"
+    else:
+        eps_p, delta_p = promise
+        state["promise"] = f"epsilon={float(eps_p)!r}, delta={float(delta_p)!r} (given by the auditor)"
+    if eps_p is not None:
+        # The budget itself must be (eps_p, delta_p)-DP by the CKS conversion.
+        implied = zcdp_to_approx_dp(state["budget"], Fraction(int(delta_p.p), int(delta_p.q)))
+        if sympy.Rational(*implied.as_integer_ratio()) > eps_p:
+            reasons.append(f"budget rho {_show(state['budget'])} is ({implied!r}, "
+                           f"{float(delta_p)!r})-DP, more than the promised epsilon {float(eps_p)!r}")
+    if delta_p is not None:
+        state["delta"] = float(delta_p)
+
+    header = {"format": data["format"], "version": data["version"], "budget": budget}
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        raise _Bad("ledger has no entries list")
+    state["entries"] = len(entries)
+    total, prev = sympy.Integer(0), _digest(header)
+    run = None          # the open run's opening `what`
+    run_spent = sympy.Integer(0)
+    outside = 0
+    for i, entry in enumerate(entries):
+        where = f"entry {i}"
+        problems_before = len(reasons)
+        if not isinstance(entry, dict) or set(entry) != _ENTRY_KEYS:
+            raise _Bad(f"{where} must be an object with exactly the keys {sorted(_ENTRY_KEYS)}")
+        if entry["seq"] != i or isinstance(entry["seq"], bool):
+            reasons.append(f"{where}: seq is not {i} (entry removed or reordered)")
+        kind = entry["kind"]
+        what = entry["what"]
+        recorded = _parse_number(f"{where}.rho", entry["rho"])
+        if kind in ("open", "close"):
+            if entry["event"] is not None or recorded != 0:
+                reasons.append(f"{where}: a run marker ({kind}) must have no event and rho 0")
+            if kind == "open":
+                if run is not None:
+                    reasons.append(f"{where}: a run opens while run {run.get('run')} is still open")
+                run = _check_open(where, what, reasons, state)
+                run_spent = sympy.Integer(0)
+            else:
+                if run is None:
+                    reasons.append(f"{where}: a closing entry without an open run")
+                elif not isinstance(what, dict) or what.get("run") != run.get("run") or what.get(
+                        "status") not in ("completed", "failed", "interrupted"):
+                    reasons.append(f"{where}: closing entry must name the open run and a status "
+                                   "(completed, failed, interrupted)")
+                elif what.get("status") == "interrupted":
+                    state["notes"].append(f"run {run.get('run')} was cut off (closed as interrupted "
+                                          "when the ledger was continued)")
+                run = None
+            cost = sympy.Integer(0)
+        elif kind == "charge":
+            exact = _exact_cost(f"{where}.event", entry["event"])
+            if exact == sympy.oo:
+                reasons.append(f"{where}: infinite cost (sigma = 0) was charged")
+                cost = exact
+            else:
+                cost = _on_grid(exact)
+                if recorded != cost:
+                    reasons.append(f"{where}: recorded rho {_show(recorded)} != {_show(cost)} "
+                                   "recomputed from the event")
+                _check_release(where, entry["event"], what, run, reasons)
+            if run is None:
+                outside += 1
+            else:
+                run_spent += cost
+                if run.get("_rho") is not None and run_spent > run["_rho"]:
+                    reasons.append(f"{where}: run {run.get('run')} spends more than the rho its "
+                                   "opening entry allowed")
+        else:
+            raise _Bad(f"{where}: kind must be open, charge or close")
+        if cost == sympy.oo:
+            raise _Bad(f"{where}: infinite cost; nothing after it can be summed")
+        total = total + cost
+        recorded_total = _parse_number(f"{where}.rho_total", entry["rho_total"])
+        if recorded_total != total:
+            reasons.append(f"{where}: recorded running total {_show(recorded_total)} != "
+                           f"recomputed {_show(total)}")
+        if entry["prev_hash"] != prev:
+            reasons.append(f"{where}: prev_hash breaks the chain (entry removed, reordered or edited)")
+        body = {k: v for k, v in entry.items() if k != "hash"}
+        if entry["hash"] != _digest(body):
+            reasons.append(f"{where}: hash does not match its content (entry edited)")
+        prev = entry["hash"] if isinstance(entry["hash"], str) else ""
+        if len(reasons) > problems_before and len(reasons) > 50:
+            raise _Bad(f"{len(reasons)} problems by entry {i}; stopped reading")
+    state["spent"] = Fraction(int(total.p), int(total.q))
+    if run is not None:
+        state["incomplete"].append(f"run {run.get('run')} has no closing entry (cut off: this is "
+                                   "a true record of what it spent)")
+    if outside:
+        state["notes"].append(f"{outside} charge(s) outside a recorded run (attributes not "
+                              "checked against a domain)")
+    if not torn:
+        if _parse_number("rho_spent", data.get("rho_spent")) != total:
+            reasons.append(f"rho_spent {_show(data.get('rho_spent'))} != recomputed sum {_show(total)}")
+        if data.get("head_hash") != prev:
+            reasons.append("head_hash does not match the last entry (entries removed from the end?)")
+        extra = set(data) - {"format", "version", "budget", "entries", "rho_spent", "head_hash"}
+        if extra:
+            reasons.append(f"unknown top-level keys {sorted(extra)[:5]}")
+    if total > rho_budget:
+        reasons.append(f"overspent: rho {_show(total)} > budget {_show(rho_budget)}")
+    if delta_p is not None:
+        state["epsilon"] = zcdp_to_approx_dp(state["spent"], Fraction(int(delta_p.p), int(delta_p.q)))
+
+
+def _check_open(where, what, reasons, state):
+    state["runs"] += 1
+    if not isinstance(what, dict):
+        reasons.append(f"{where}: opening entry must be an object")
+        return {"run": None, "_rho": None, "_domain": None}
+    run = dict(what)
+    run["_rho"] = None
+    try:
+        run["_rho"] = _parse_number(f"{where}.what.rho", what.get("rho"))
+    except _Bad as exc:
+        reasons.append(str(exc))
+    domain = what.get("domain")
+    if domain is not None and not (isinstance(domain, dict) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+            for k, v in domain.items())):
+        reasons.append(f"{where}: the recorded domain must map attribute names to sizes >= 1")
+        domain = None
+    run["_domain"] = domain
+    return run
+
+
+def _check_release(where, event, what, run, reasons):
+    """The event must be the one the release calls for, with the sensitivity it implies."""
+    if not isinstance(what, dict) or not isinstance(what.get("release"), str):
+        reasons.append(f"{where}: a charge must say what it released ('release' in what)")
+        return
+    release = what["release"]
+    if release not in _RELEASES:
+        reasons.append(f"{where}: release {release[:40]!r} is not a documented release "
+                       f"({', '.join(sorted(_RELEASES))})")
+        return
+    allowed = _RELEASES[release]
+    if allowed is not None and event.get("type") not in allowed:
+        reasons.append(f"{where}: a {release} release must be charged as {' or '.join(allowed)}, "
+                       f"not {str(event.get('type'))[:40]}")
+        return
+    if release == "marginal":
+        attrs = what.get("attrs")
+        if not isinstance(attrs, list) or not attrs or not all(isinstance(a, str) for a in attrs) \
+                or len(set(attrs)) != len(attrs):
+            reasons.append(f"{where}: a marginal names a non-empty list of distinct attributes")
+            return
+        domain = None if run is None else run.get("_domain")
+        if domain is not None:
+            unknown = [a for a in attrs if a not in domain]
+            if unknown:
+                reasons.append(f"{where}: attributes {unknown[:3]} are not in the run's domain")
+        if what.get("noise") not in (None, "gaussian", "discrete_gaussian"):
+            reasons.append(f"{where}: unknown noise {str(what.get('noise'))[:40]!r}")
+        sens = _parse_number(f"{where}.event.sensitivity", event["sensitivity"])
+        weights = what.get("weights")
+        if weights is None:
+            if sens != 1:
+                reasons.append(f"{where}: a marginal of records has L2 sensitivity 1, the event "
+                               f"states {_show(sens)}")
+        else:
+            if not isinstance(weights, list) or not weights or len(weights) > 10 ** 5:
+                reasons.append(f"{where}: weights must be a non-empty list")
+                return
+            ws = [_parse_number(f"{where}.what.weights", w) for w in weights]
+            if any(w < 0 for w in ws) or not _l2_norm_float_ok(sens, ws):
+                reasons.append(f"{where}: sensitivity {_show(sens)} is not the L2 norm of the "
+                               "stated weights (rounded up to a float)")
+    elif release == "selection":
+        sens = _parse_number(f"{where}.event.sensitivity", event["sensitivity"])
+        stated = what.get("sensitivity")
+        if isinstance(stated, bool) or not isinstance(stated, (int, float)) or \
+                not math.isfinite(stated) or sympy.Rational(*float(stated).as_integer_ratio()) != sens:
+            reasons.append(f"{where}: the selection's stated sensitivity does not match its event")
+        k = what.get("candidates")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            reasons.append(f"{where}: a selection states its number of candidates (>= 1)")
 
 
 def _digest(obj) -> str:
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _to_fraction(x: sympy.Rational) -> Fraction:
-    return Fraction(int(x.p), int(x.q))
-
-
-def verify_ledger(ledger_or_path) -> VerificationReport:
-    """Recompute every charge of a ledger (a :class:`~.ledger.Ledger`, a path, or its JSON dict)
-    and check it against the stated budget. Never raises for bad ledger *content*: problems are
-    reported in ``reasons`` and make ``ok`` False.
-    """
-    reasons: list[str] = []
-    state = {"spent": None, "budget": None, "epsilon": None, "delta": None, "entries": 0}
-    try:
-        data = _raw(ledger_or_path)
-        _check(data, reasons, state)
-    except _Bad as exc:
-        reasons.append(str(exc))
-    return VerificationReport(ok=not reasons, rho_spent=state["spent"], rho_budget=state["budget"],
-                              epsilon=state["epsilon"], delta=state["delta"],
-                              entries=state["entries"], reasons=tuple(reasons))
-
-
-def _raw(obj):
-    if isinstance(obj, dict):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    try:
-        with open(os.fspath(obj), "r", encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _Bad(f"cannot read ledger: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise _Bad(f"ledger is not valid JSON (truncated?): {exc}") from None
-
-
-def _check(data, reasons, state):
-    if not isinstance(data, dict):
-        raise _Bad("ledger must be a JSON object")
-    if data.get("format") != "dpcore-ledger" or data.get("version") != 1:
-        raise _Bad(f"unsupported ledger format/version: {data.get('format')!r} {data.get('version')!r}")
-    budget = data.get("budget")
-    if not isinstance(budget, dict) or "rho" not in budget:
-        raise _Bad("ledger has no budget.rho")
-    rho_budget = _parse_number("budget.rho", budget["rho"])
-    if rho_budget <= 0:
-        raise _Bad(f"budget.rho must be > 0, got {rho_budget}")
-    state["budget"] = _to_fraction(rho_budget)
-    delta = eps_budget = None
-    if budget.get("delta") is not None:
-        delta = _parse_number("budget.delta", budget["delta"])
-        if not 0 < delta < 1:
-            raise _Bad(f"budget.delta must be in (0, 1), got {delta}")
-        state["delta"] = float(delta)
-    if budget.get("epsilon") is not None:
-        eps_budget = _parse_number("budget.epsilon", budget["epsilon"])
-    header = {"format": data["format"], "version": data["version"], "budget": budget}
-    entries = data.get("entries")
-    if not isinstance(entries, list):
-        raise _Bad("ledger has no entries list")
-    state["entries"] = len(entries)
-
-    total = sympy.Integer(0)
-    prev = _digest(header)
-    for i, entry in enumerate(entries):
-        where = f"entry {i}"
-        if not isinstance(entry, dict):
-            raise _Bad(f"{where} is not an object")
-        if entry.get("seq") != i:
-            reasons.append(f"{where}: seq is {entry.get('seq')!r}, expected {i} (entry removed or reordered)")
-        cost = _cost(f"{where}.event", entry.get("event"))
-        if cost == sympy.oo:
-            reasons.append(f"{where}: infinite cost (sigma = 0) was charged")
-        recorded = _parse_number(f"{where}.rho", entry.get("rho"))
-        if recorded != cost:
-            reasons.append(f"{where}: recorded rho {recorded} != recomputed {cost} from the event")
-        total = total + cost
-        recorded_total = _parse_number(f"{where}.rho_total", entry.get("rho_total"))
-        if recorded_total != total:
-            reasons.append(f"{where}: recorded running total {recorded_total} != recomputed {total}")
-        if entry.get("prev_hash") != prev:
-            reasons.append(f"{where}: prev_hash breaks the chain (entry removed, reordered or edited)")
-        body = {k: v for k, v in entry.items() if k != "hash"}
-        try:
-            digest = _digest(body)
-        except ValueError as exc:
-            raise _Bad(f"{where}: not canonical JSON ({exc})") from None
-        if entry.get("hash") != digest:
-            reasons.append(f"{where}: hash does not match its content (entry edited)")
-        prev = entry.get("hash")
-
-    if total == sympy.oo:
-        state["spent"] = None
-        return
-    state["spent"] = _to_fraction(total)
-    if _parse_number("rho_spent", data.get("rho_spent")) != total:
-        reasons.append(f"rho_spent {data.get('rho_spent')} != recomputed sum {total}")
-    if data.get("head_hash") != prev:
-        reasons.append("head_hash does not match the last entry (entries removed from the end?)")
-    if total > rho_budget:
-        reasons.append(f"overspent: rho {total} > budget {rho_budget} (excess {total - rho_budget})")
-    if delta is not None:
-        eps = zcdp_to_approx_dp(state["spent"], float(delta))
-        state["epsilon"] = eps
-        if eps_budget is not None and sympy.Rational(*eps.as_integer_ratio()) > eps_budget:
-            reasons.append(f"epsilon {eps!r} at delta {float(delta)!r} exceeds the budget epsilon "
-                           f"{float(eps_budget)!r}")

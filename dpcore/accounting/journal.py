@@ -1,0 +1,181 @@
+"""The live ledger file: created exclusively, locked for the whole run, appended in O(1).
+
+One writer per ledger. :meth:`LedgerFile.create` makes the file with its first content in one
+step that fails if the path exists (a hard link of a finished temp file: two runs started
+together on one path → exactly one gets it); :meth:`LedgerFile.open` continues an existing
+ledger. Either way the writer holds an exclusive advisory lock (``flock``) until
+:meth:`close`, and a second writer is refused before it can charge anything.
+
+An append truncates the file at the trailer, writes the new entry line and a new trailer, and
+fsyncs: one small write per charge, whatever the ledger's length. A crash at any moment leaves
+either the old complete document, or the old entries without a trailer, or those plus a
+partial line — all read back by :func:`~.ledger.parse_ledger_text` as the true record of what
+was committed (the filter draws noise only after the append returned).
+Locks are POSIX ``flock``: advisory, per open file, released by the OS if the process dies.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+
+from dpcore.errors import InvalidArgumentError
+
+from .errors import LedgerError
+from .ledger import (Ledger, entry_line, fsync_directory, header_line, parse_ledger_text,
+                     trailer_line, MAX_LEDGER_BYTES)
+
+
+class LedgerInUseError(InvalidArgumentError):
+    """Another process holds the ledger's writer lock (a run is using it)."""
+
+
+class LedgerFile:
+    """The open, locked file behind a :class:`~.filter.PrivacyFilter`'s ledger."""
+
+    def __init__(self, path: str, fd: int, ledger: Ledger, trailer_at: int):
+        self.path = path
+        self._fd = fd
+        self._trailer_at = trailer_at   # byte offset of the trailer line
+        self._count = len(ledger)
+
+    # -- opening ------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path, ledger: Ledger) -> "LedgerFile":
+        """Create ``path`` holding ``ledger`` (refusing if it exists), and lock it."""
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        text = ledger.to_text()
+        fd, tmp = tempfile.mkstemp(prefix=".ledger-", suffix=".tmp", dir=directory)
+        try:
+            os.fchmod(fd, 0o644)
+            os.write(fd, text.encode("utf-8"))
+            os.fsync(fd)
+            os.close(fd)
+            try:
+                os.link(tmp, path)    # atomic, and fails if path exists
+            except FileExistsError:
+                raise InvalidArgumentError(
+                    f"ledger {path!r} already exists; refusing to overwrite a record of spent "
+                    "budget (continue it with --continue / continue_ledger=True, or choose a "
+                    "new path)") from None
+            except OSError:           # filesystems without hard links
+                _exclusive_copy(tmp, path)
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        fsync_directory(directory)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            _lock(fd, path)
+            if os.fstat(fd).st_size != len(text.encode("utf-8")):
+                raise LedgerInUseError(f"ledger {path!r} changed while it was being created")
+        except BaseException:
+            os.close(fd)
+            raise
+        trailer = len(text.encode("utf-8")) - len(trailer_line(ledger.spent, ledger.head_hash)
+                                                  .encode("utf-8"))
+        return cls(path, fd, ledger, trailer)
+
+    @classmethod
+    def open(cls, path) -> tuple["LedgerFile", Ledger]:
+        """Lock an existing ledger for appending; returns the file and its validated ledger.
+        A torn last write (a crash) is repaired in place: the partial line is cut off."""
+        path = os.fspath(path)
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            raise InvalidArgumentError(f"ledger {path!r} does not exist (nothing to continue)") from None
+        except OSError as exc:
+            raise InvalidArgumentError(f"cannot open ledger {path!r}: {exc.strerror}") from None
+        try:
+            _lock(fd, path)
+            raw = _read_all(fd)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise LedgerError(f"ledger {path!r} is not UTF-8 text") from None
+            data, torn = parse_ledger_text(text, where=f"ledger {path!r}")
+            ledger = Ledger.from_dict(data, allow_open_tail=torn)
+            good = ledger.to_text().encode("utf-8")
+            trailer = len(good) - len(trailer_line(ledger.spent, ledger.head_hash).encode("utf-8"))
+            if torn or good != raw:
+                # Rewrite in place (never rename: our lock is on this inode).
+                os.ftruncate(fd, 0)
+                _write_at(fd, good, 0)
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, ledger, trailer), ledger
+
+    # -- appending ----------------------------------------------------------------------------
+    def append(self, ledger: Ledger) -> None:
+        """Write the entries of ``ledger`` beyond those already on disk, then the new trailer."""
+        if self._fd < 0:
+            raise LedgerError(f"ledger {self.path!r} is closed")
+        new = ledger.entries[self._count:]
+        text = "".join(entry_line(e.to_dict(), first=(e.seq == 0)) for e in new)
+        data = (text + trailer_line(ledger.spent, ledger.head_hash)).encode("utf-8")
+        os.ftruncate(self._fd, self._trailer_at)   # first shrink: a crash now leaves no trailer
+        _write_at(self._fd, data, self._trailer_at)
+        os.fsync(self._fd)
+        self._trailer_at += len(text.encode("utf-8"))
+        self._count = len(ledger)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)   # releases the lock
+            self._fd = -1
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def __del__(self):
+        self.close()
+
+
+def _lock(fd: int, path: str) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise LedgerInUseError(f"ledger {path!r} is in use by another run (one writer per "
+                               "ledger); wait for it to finish") from None
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks, size = [], 0
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_LEDGER_BYTES:
+            raise LedgerError(f"ledger is larger than {MAX_LEDGER_BYTES} bytes")
+        chunks.append(chunk)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def _exclusive_copy(src: str, dst: str) -> None:
+    try:
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise InvalidArgumentError(f"ledger {dst!r} already exists; refusing to overwrite a "
+                                   "record of spent budget") from None
+    with open(src, "rb") as fh:
+        data = fh.read()
+    try:
+        _write_at(fd, data, 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

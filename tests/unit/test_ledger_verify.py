@@ -1,0 +1,246 @@
+"""The verifier against forged ledgers: every forgery has a *valid* hash chain (re-chained here
+with an independent implementation of the documented scheme) and must still fail."""
+import hashlib
+import json
+import math
+import re
+from fractions import Fraction
+
+import pytest
+
+from dpcore.accounting import (ExponentialEvent, GaussianEvent, PrivacyFilter, ZCDPEvent,
+                               approx_dp_to_zcdp, l2_sensitivity, verify_ledger)
+from dpcore.cli import main
+
+DOMAIN = {"age": 10, "sex": 2, "income": 5}
+
+
+def _digest(obj):
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _rechain(doc):
+    """Recompute running totals, hashes and the trailer as a forger would."""
+    prev = _digest({k: doc[k] for k in ("format", "version", "budget")})
+    total = Fraction(0)
+    for i, entry in enumerate(doc["entries"]):
+        entry["seq"] = i
+        total += Fraction(entry["rho"])
+        entry["rho_total"] = str(total)
+        entry["prev_hash"] = prev
+        entry["hash"] = _digest({k: v for k, v in entry.items() if k != "hash"})
+        prev = entry["hash"]
+    doc["rho_spent"], doc["head_hash"] = str(total), prev
+    return doc
+
+
+def _grid(cost):
+    return Fraction(-((-cost.numerator * 2 ** 128) // cost.denominator), 2 ** 128)
+
+
+@pytest.fixture
+def honest():
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    f.open_run(f.budget, {"mechanism": "test", "domain": DOMAIN})
+    f.charge(GaussianEvent(20.0), what={"release": "marginal", "attrs": ["age"],
+                                         "noise": "discrete_gaussian"})
+    f.charge(ExponentialEvent(0.05, 2.0), what={"release": "selection", "candidates": 3,
+                                                 "sensitivity": 2.0})
+    f.charge(GaussianEvent(15.0), what={"release": "marginal", "attrs": ["age", "sex"],
+                                         "noise": "discrete_gaussian"})
+    f.close_run("completed")
+    doc = f.ledger.to_dict()
+    assert verify_ledger(doc).ok
+    return doc
+
+
+def _fails(doc, pattern, **promise):
+    report = verify_ledger(json.loads(json.dumps(doc)), **promise)
+    assert report.status == "fail", report
+    assert any(re.search(pattern, r) for r in report.reasons), report.reasons
+    return report
+
+
+def test_inflated_budget_with_epsilon_and_delta_removed(honest):
+    doc = honest
+    doc["budget"] = {"rho": "10", "epsilon": None, "delta": None}
+    _fails(_rechain(doc), "no \\(epsilon, delta\\) promise")
+    # ... and against the auditor's own promise it is an overspend of the promise.
+    _fails(_rechain(doc), "more than the promised epsilon", epsilon=1, delta=1e-9)
+
+
+def test_inflated_budget_with_matching_epsilon_fails_against_the_auditors_promise(honest):
+    doc = honest
+    rho = Fraction(approx_dp_to_zcdp(8.0, 1e-9))
+    doc["budget"] = {"rho": str(rho), "epsilon": (8.0).hex(), "delta": (1e-9).hex()}
+    assert verify_ledger(_rechain(doc)).ok          # self-consistent: only a promise catches it
+    _fails(doc, "more than the promised epsilon", epsilon=1, delta=1e-9)
+
+
+def test_budget_beyond_the_filters_cap(honest):
+    doc = honest
+    doc["budget"] = {"rho": str(10 ** 6), "epsilon": (10.0 ** 7).hex(), "delta": (1e-9).hex()}
+    _fails(_rechain(doc), "cap")
+
+
+def test_sigma_edited_and_rechained(honest):
+    doc = honest
+    doc["entries"][1]["event"]["sigma"] = (200.0).hex()     # claims 100x less noise cost
+    _fails(_rechain(doc), "recorded rho .* recomputed")
+
+
+def test_exact_marginal_recorded_as_a_zero_cost_event(honest):
+    doc = honest
+    doc["entries"][3]["event"] = {"type": "ZCDPEvent", "rho": "0"}
+    doc["entries"][3]["rho"] = "0"
+    _fails(_rechain(doc), "must be charged as GaussianEvent")
+
+
+def test_marginal_as_pure_dp_event(honest):
+    doc = honest
+    doc["entries"][3]["event"] = {"type": "PureDPEvent", "epsilon": "0x1.0p-10"}
+    doc["entries"][3]["rho"] = str(_grid(Fraction(1, 2 ** 21)))
+    _fails(_rechain(doc), "must be charged as GaussianEvent")
+
+
+@pytest.mark.parametrize("sens", ["1000", "1/1000", "0x1.0000000000001p+0"])
+def test_sensitivity_field_edited(honest, sens):
+    doc = honest
+    entry = doc["entries"][1]
+    entry["event"]["sensitivity"] = sens
+    s = Fraction.from_float(float.fromhex(sens)) if "0x" in sens else Fraction(sens)
+    entry["rho"] = str(_grid(s ** 2 / (2 * Fraction(20.0) ** 2)))   # consistent cost
+    _fails(_rechain(doc), "L2 sensitivity 1")
+
+
+def test_weighted_batch_sensitivity_is_recomputed(honest):
+    doc = honest
+    entry = doc["entries"][1]
+    entry["what"]["weights"] = [(0.3).hex(), (0.4).hex()]
+    norm = l2_sensitivity([0.3, 0.4])        # the smallest float >= the exact norm
+    for sens, ok in ((norm, True), (1.0, False), (math.nextafter(norm, 0), False)):
+        entry["event"]["sensitivity"] = sens.hex()
+        entry["rho"] = str(_grid(Fraction(sens) ** 2 / (2 * Fraction(20.0) ** 2)))
+        report = verify_ledger(json.loads(json.dumps(_rechain(doc))))
+        assert report.ok == ok, (sens, report.reasons)
+
+
+def test_attributes_must_exist_in_the_runs_domain(honest):
+    doc = honest
+    doc["entries"][3]["what"]["attrs"] = ["age", "secret_column"]
+    _fails(_rechain(doc), "not in the run's domain")
+
+
+def test_undocumented_release_and_missing_what(honest):
+    doc = honest
+    doc["entries"][1]["what"] = {"release": "histogram"}
+    _fails(_rechain(doc), "not a documented release")
+    doc["entries"][1]["what"] = None
+    _fails(_rechain(doc), "must say what it released")
+
+
+def test_selection_sensitivity_must_match(honest):
+    doc = honest
+    doc["entries"][2]["what"]["sensitivity"] = 1.0
+    _fails(_rechain(doc), "stated sensitivity")
+
+
+def test_understated_cost_and_overspend(honest):
+    doc = honest
+    doc["entries"][1]["rho"] = "0"
+    _fails(_rechain(doc), "recorded rho 0")
+    doc = json.loads(json.dumps(honest))
+    doc["entries"].insert(3, {"seq": 0, "kind": "charge",
+                              "event": {"type": "GaussianEvent", "sigma": "0x1.0p-1",
+                                        "sensitivity": "1"},
+                              "rho": "2", "rho_total": "0", "what": {
+                                  "release": "marginal", "attrs": ["sex"]},
+                              "prev_hash": "", "hash": ""})
+    _fails(_rechain(doc), "overspent|more than the rho its opening entry allowed")
+
+
+def test_removed_reordered_or_edited_entries_without_rechaining(honest):
+    for change, pattern in [
+        (lambda d: d["entries"].pop(1), "seq|chain"),
+        (lambda d: d["entries"].reverse(), "seq|chain"),
+        (lambda d: d["entries"].pop(), "head_hash|rho_spent"),
+        (lambda d: d["entries"][1]["what"].__setitem__("attrs", ["sex"]), "hash"),
+    ]:
+        doc = json.loads(json.dumps(honest))
+        change(doc)
+        _fails(doc, pattern)
+
+
+def test_run_markers_cannot_carry_cost_or_nest(honest):
+    doc = honest
+    doc["entries"][0]["rho"] = "1/1000"
+    _fails(_rechain(doc), "run marker")
+    doc = json.loads(json.dumps(honest))
+    doc["entries"].insert(2, dict(doc["entries"][0]))
+    _fails(_rechain(doc), "still open")
+
+
+@pytest.mark.parametrize("text", [
+    '{"format":"dpcore-ledger","version":2,"budget":{"rho":"0x1p+99999","epsilon":null,"delta":null},'
+    '"entries":[],"rho_spent":"0","head_hash":""}',
+    '{"format":"dpcore-ledger","version":2,"budget":{"rho":"' + "9" * 5000 + '","epsilon":null,'
+    '"delta":null},"entries":[],"rho_spent":"0","head_hash":""}',
+    '{"format":"dpcore-ledger","version":2,"budget":{"rho":1' + "0" * 5000 + '}}',
+    "[" * 100000 + "]" * 100000,
+    '{"format":"dpcore-ledger","version":2,"budget":' + '{"a":' * 3000 + "1" + "}" * 3001,
+    '{"format":"dpcore-ledger","version":2,"budget":{"rho":"1/0","epsilon":null,"delta":null},'
+    '"entries":[],"rho_spent":"0","head_hash":""}',
+    '{"format":"dpcore-ledger","version":2,"budget":{"rho":NaN}}',
+    "",
+])
+def test_hostile_content_never_raises(tmp_path, text):
+    path = tmp_path / "l.json"
+    path.write_text(text)
+    report = verify_ledger(path)
+    assert report.status == "fail" and report.reasons
+    assert all(len(r) <= 240 for r in report.reasons)
+    assert len(report.summary().splitlines()) <= 10
+
+
+def test_tiny_sigma_and_huge_costs_are_reported_not_raised(honest):
+    doc = honest
+    doc["entries"][1]["event"]["sigma"] = (5e-324).hex()
+    doc["entries"][1]["rho"] = str(_grid(1 / (2 * Fraction(5e-324) ** 2)))
+    report = _fails(_rechain(doc), "overspent|not an exact number")
+    assert len(report.summary()) < 2000
+
+
+def test_output_stays_short_on_a_thoroughly_tampered_ledger(honest):
+    doc = honest
+    for _ in range(200):
+        doc["entries"].append(json.loads(json.dumps(doc["entries"][1])))
+    for e in doc["entries"]:
+        e["rho"] = "1/3"
+    report = verify_ledger(doc)
+    assert report.status == "fail"
+    summary = report.summary()
+    assert len(summary.splitlines()) <= 10 and "more problem" in summary
+
+
+def test_cli_verify_promise_and_exit_codes(tmp_path, honest, capsys):
+    path = tmp_path / "l.json"
+    path.write_text(json.dumps(honest))
+    assert main(["verify", str(path), "--epsilon", "1", "--delta", "1e-9"]) == 0
+    assert "given by the auditor" in capsys.readouterr().out
+    assert main(["verify", str(path), "--epsilon", "0.5", "--delta", "1e-9"]) == 3
+    assert main(["verify", str(path), "--epsilon", "1"]) == 2
+    doc = json.loads(json.dumps(honest))
+    doc["entries"].pop()          # drop the closing entry: a run that was cut off
+    path.write_text(json.dumps(_rechain(doc)))
+    assert main(["verify", str(path)]) == 4
+    out = capsys.readouterr()
+    assert "INCOMPLETE" in out.out and "no closing entry" in out.err
+
+
+def test_retired_budget_may_be_a_raw_zcdp_event():
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    f.open_run(f.budget, {"mechanism": "test", "domain": DOMAIN})
+    f.charge(ZCDPEvent(f.remaining), what={"release": "none", "reason": "residue"})
+    f.close_run()
+    assert verify_ledger(f.ledger, epsilon=1.0, delta=1e-9).ok

@@ -78,8 +78,8 @@ def _grid_target(rho) -> Fraction:
     """The largest grid value <= rho: an exact cost at most this is charged at most rho."""
     target = num.round_cost_down(Fraction(rho))
     if target <= 0:
-        raise InvalidArgumentError(f"rho must be at least 2**-{num.COST_GRID_BITS} (the ledger's "
-                                   f"cost grid), got {rho!r}")
+        raise InvalidArgumentError(f"rho is too small: below the ledger's cost grid "
+                                   f"2**-{num.COST_GRID_BITS}, got ~{float(rho):.3g}")
     return target
 
 

@@ -52,7 +52,7 @@ def test_nist_mst_sigma_meets_epsilon_by_the_classic_bound(epsilon, delta):
     (lambda: gaussian_sigma(-1), "rho must be > 0"),
     (lambda: gaussian_sigma(float("inf")), "finite"),
     (lambda: gaussian_sigma(1, 0), "sensitivity must be > 0"),
-    (lambda: gaussian_sigma(1e-300, 1e300), "not a finite positive float"),
+    (lambda: gaussian_sigma(1e-300, 1e300), "too small"),
     (lambda: exponential_epsilon(float("nan")), "NaN"),
     (lambda: exponential_epsilon(Fraction(1, 10 ** 700)), "too small"),
     (lambda: nist_mst_sigma(0, 1e-6), "epsilon must be > 0"),

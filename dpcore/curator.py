@@ -23,6 +23,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpcore.accounting import ExponentialEvent, GaussianEvent, ZCDPEvent
+from dpcore.accounting._numbers import round_cost_down
 from dpcore.accounting.noise import (
     discrete_gaussian,
     exponential_mechanism,
@@ -188,7 +189,8 @@ class Curator:
         retires that rounding residue here so the ledger's exact total equals the budget.
         Reads no data, so it is trivially private; it only stops further spending.
         """
-        rest = Fraction(self._filter.remaining)
+        # The largest charge that fits: costs are recorded rounded up onto the 2**-128 grid.
+        rest = round_cost_down(Fraction(self._filter.remaining))
         if rest > 0:
             self._filter.charge(ZCDPEvent(rest), what={"release": "none", "reason": str(reason)})
         return rest

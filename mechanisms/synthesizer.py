@@ -218,8 +218,9 @@ class Synthesizer(abc.ABC):
 
     @property
     def ledger(self) -> Any:
-        """The privacy ledger of the fit (every charge, exact ρ)."""
-        return self._fitted().ledger
+        """The privacy ledger of the fit (every charge, exact ρ), with the run's closing entry."""
+        self._fitted()
+        return self._filter.ledger
 
     def verify(self) -> Any:
         """Run the independent ledger verifier on this fit's ledger."""

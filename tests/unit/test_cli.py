@@ -115,8 +115,11 @@ def test_unknown_mechanism_is_usage_error(work, capsys):
 def ledger(tmp_path):
     path = tmp_path / "ledger.json"
     f = PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=path)
-    f.charge(GaussianEvent(10.0), what={"op": "measure", "attrs": ["a"]})
-    f.charge(GaussianEvent(12.0), what={"op": "measure", "attrs": ["b"]})
+    f.open_run(f.budget, {"mechanism": "test", "domain": {"a": 2, "b": 3}})
+    f.charge(GaussianEvent(10.0), what={"release": "marginal", "attrs": ["a"]})
+    f.charge(GaussianEvent(16.0), what={"release": "marginal", "attrs": ["b"]})
+    f.close_run()
+    f.close()
     return path
 
 
@@ -128,17 +131,24 @@ def test_verify_ok(ledger, capsys):
 
 
 @pytest.mark.parametrize("damage, expected", [
-    (lambda t: t[: len(t) // 2], "not valid JSON"),
+    (lambda t: t[:50], "not valid JSON"),
     (lambda t: t.replace('"b"', '"c"'), "hash"),
-    (lambda t: t.replace('"rho": "1/288"', '"rho": "1/2880"'), "entry 1"),
+    (lambda t: t.replace('"rho":"1/512"', '"rho":"1/5120"'), "entry 2"),
     (lambda t: "[]", "ledger"),
 ])
 def test_verify_rejects_truncated_or_tampered(ledger, capsys, damage, expected):
     text = ledger.read_text()
-    assert '"rho": "1/288"' in text  # sigma = 12 costs 1 / (2 * 144)
+    assert '"rho":"1/512"' in text  # sigma = 16 costs 1 / (2 * 256), on the grid already
     ledger.write_text(damage(text))
     code, err = run(["verify", str(ledger)], capsys)
     assert code == 3 and expected in err and "does NOT verify" in err
+
+
+def test_verify_reports_a_cut_off_ledger_as_incomplete(ledger, capsys):
+    text = ledger.read_text()
+    ledger.write_text(text[: len(text) - 300])   # a crash in the middle of the last append
+    code, err = run(["verify", str(ledger)], capsys)
+    assert code == 4 and "INCOMPLETE" in err
 
 
 def test_verify_missing_file_is_input_error(tmp_path, capsys):

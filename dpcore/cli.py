@@ -282,6 +282,24 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_ledger_create(args: argparse.Namespace) -> int:
+    """An empty ledger with a lifetime budget, for several runs charged with --continue."""
+    from dpcore.accounting import PrivacyFilter
+    epsilon = _positive("--epsilon", args.epsilon)
+    delta = _positive("--delta", args.delta)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
+    if not 0 < delta < 1:
+        raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+    _probe_writable(args.path, "ledger", must_not_exist=True)
+    f = PrivacyFilter.from_approx_dp(epsilon, delta, ledger_path=args.path)
+    f.close()
+    print(f"dpcore: created ledger {args.path} with a lifetime budget of ({epsilon:g}, "
+          f"{delta:g})-DP, rho = {float(f.budget):.6g}; charge runs to it with "
+          f"dpcore synth --ledger {args.path} --continue", file=sys.stderr)
+    return EXIT_OK
+
+
 # ------------------------------------------------------------------------ evaluate
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dpcore.encoding import read_codes
@@ -437,6 +455,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--delta", help="the promised delta (give with --epsilon)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_cmd_verify)
+
+    lg = sub.add_parser("ledger", help="ledger tools")
+    lsub = lg.add_subparsers(dest="ledger_command", required=True, parser_class=_Parser)
+    lc = lsub.add_parser("create", help="create an empty ledger with a lifetime (epsilon, delta) "
+                         "budget for several runs (dpcore synth --continue)")
+    lc.add_argument("path")
+    lc.add_argument("--epsilon", required=True, help="lifetime epsilon > 0")
+    lc.add_argument("--delta", required=True, help="lifetime delta in (0, 1)")
+    lc.set_defaults(func=_cmd_ledger_create)
 
     e = sub.add_parser("evaluate", help="workload error of synthetic vs real data (not private)")
     e.add_argument("--real", help="the real CSV")

@@ -232,16 +232,19 @@ def _result_document(args: argparse.Namespace, synth: Any, data_path: Path) -> d
 def _print_summary(args: argparse.Namespace, synth: Any, rows: int, elapsed: float) -> None:
     from dpcore.accounting import zcdp_to_approx_dp
     ledger = synth.ledger
-    spent = Fraction(ledger.spent)
+    opening = [e for e in ledger.entries if e.kind == "open"][-1]
+    spent = Fraction(ledger.spent - opening.rho_total)          # this run's charges
     eps = float(zcdp_to_approx_dp(spent, synth.delta)) if spent > 0 else 0.0
     records = synth.result.rounds
     measured = sum("measure" in r.kind for r in records)
     selected = sum("select" in r.kind for r in records)
+    lifetime = "" if not args.continue_ledger else (
+        f"; the ledger has spent rho = {float(ledger.spent):.6g} of its lifetime "
+        f"{float(ledger.budget):.6g}")
     print(f"dpcore: {args.mechanism.upper()} finished in {elapsed:.1f} s: {len(records)} steps "
           f"({measured} noisy measurements, {selected} private selections); spent "
-          f"rho = {float(spent):.6g} of {float(ledger.budget):.6g} = ({eps:.4g}, "
-          f"{synth.delta:g})-DP; wrote {rows} rows to {args.out}, ledger to {args.ledger}",
-          file=sys.stderr)
+          f"rho = {float(spent):.6g} = ({eps:.4g}, {synth.delta:g})-DP{lifetime}; wrote {rows} "
+          f"rows to {args.out}, ledger to {args.ledger}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------ verify

@@ -4,6 +4,7 @@ The public names are imported lazily, so ``import dpcore`` stays cheap (the CLI 
 and the pure-Python privacy core never loads the compiled kernels unless asked to.
 """
 from importlib import import_module
+from pathlib import Path
 
 __version__ = "0.1.0"
 
@@ -20,11 +21,45 @@ _EXPORTS = {
     "TableTooLargeError": "dpcore.errors",
     "DpcoreTypeError": "dpcore.errors",
 }
+_SUBMODULES = ("accounting", "datasets", "encoding", "evaluation", "inference", "schema")
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS) + ["datasets"]
+
+
+def _installed_copy():
+    """The installed package's folder when this one is a source checkout without the compiled
+    core (``python script.py`` run from the repository root after ``pip install .`` puts the
+    checkout first on sys.path): that copy has ``_core`` and is the code ``pip`` installed."""
+    here = Path(__file__).resolve().parent
+    if any(here.glob("_core*")):
+        return None
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+        try:
+            folder = Path(distribution("dpcore").locate_file("dpcore")).resolve()
+        except PackageNotFoundError:
+            return None
+    except Exception:  # a broken installation's metadata: keep the checkout
+        return None
+    if folder != here and any(folder.glob("_core*")):
+        return str(folder)
+    return None
+
+
+_installed = _installed_copy()
+if _installed is not None:
+    __path__ = [_installed]  # every submodule, the compiled core included, from the install
 
 
 def __getattr__(name):
+    if name == "_core":  # reached only when the compiled module could not be imported
+        raise ImportError("dpcore's compiled core (dpcore._core) is not built here: run "
+                          "`pip install .` in the repository (or `python setup.py build_ext "
+                          "--inplace` to build it inside the checkout)")
+    if name in _SUBMODULES:
+        value = import_module(f"dpcore.{name}")
+        globals()[name] = value
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'dpcore' has no attribute {name!r}")
@@ -34,4 +69,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))

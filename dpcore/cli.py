@@ -22,7 +22,6 @@ from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
 MECHANISMS = ("aim", "mst", "mwem", "independent")
-DATA_DIR = Path(__file__).resolve().parent / "data"
 RESULT_FORMAT = "dpcore-result"
 
 
@@ -41,14 +40,15 @@ class _Parser(argparse.ArgumentParser):
 
 # ------------------------------------------------------------------------ shared helpers
 def bundled_datasets() -> list[str]:
-    return sorted(p.name for p in DATA_DIR.iterdir() if (p / "schema.json").is_file())
+    from dpcore.datasets import names
+    return names()
 
 
 def _bundled(name: str) -> tuple[Path, Path]:
+    from dpcore.datasets import paths
     if name not in bundled_datasets():
         raise CliError(f"--dataset must be one of {bundled_datasets()}, got {name!r}")
-    folder = DATA_DIR / name
-    return next(folder.glob("*-raw.csv")), folder / "schema.json"
+    return paths(name)
 
 
 def _data_and_schema(args: argparse.Namespace, data_attr: str = "data") -> tuple[Path, Any]:
@@ -320,7 +320,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     synth = read_codes(args.synth, schema, sep=args.delimiter)
     evaluation = evaluate(real, synth, schema.domain_dict(), args.workload)
     if args.json:
-        print(json.dumps(evaluation.to_dict(), indent=1))
+        doc = {"warning": "NOT PRIVATE: computed from the real data; do not publish",
+               **evaluation.to_dict()}
+        print(json.dumps(doc, indent=1))
     else:
         print(f"workload error {evaluation.workload_error:.4f} (AIM Definition 2, mean L1 of "
               f"normalised marginals, in [0, 2]) over {len(evaluation.marginals)} marginals; "

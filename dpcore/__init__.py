@@ -52,10 +52,13 @@ if _installed is not None:
 
 
 def __getattr__(name):
-    if name == "_core":  # reached only when the compiled module could not be imported
-        raise ImportError("dpcore's compiled core (dpcore._core) is not built here: run "
-                          "`pip install .` in the repository (or `python setup.py build_ext "
-                          "--inplace` to build it inside the checkout)")
+    if name == "_core":
+        try:
+            return import_module("dpcore._core")
+        except ModuleNotFoundError:
+            raise ImportError("dpcore's compiled core (dpcore._core) is not built here: run "
+                              "`pip install .` in the repository (or `python setup.py "
+                              "build_ext --inplace` to build it inside the checkout)") from None
     if name in _SUBMODULES:
         value = import_module(f"dpcore.{name}")
         globals()[name] = value

@@ -127,7 +127,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     start = time.perf_counter()
     synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     if mapping is not None:
-        synthetic = _decompress(synthetic, domain, mapping, seed)
+        synthetic = decompress(synthetic, domain, mapping, seed)
     timer.add("generate", time.perf_counter() - start)
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"cliques": tuple(cliques), "compression": mapping, "retired_rho": retired})
@@ -306,7 +306,7 @@ def _aggregate(measurement, codes):
     return Measurement(measurement.attrs, sums * scale, measurement.sigma, query=np.diag(scale))
 
 
-def _decompress(synthetic, domain, mapping, seed):
+def decompress(synthetic, domain, mapping, seed):
     """Reverse Alg. 4: kept codes map back; ∅ is spread uniformly over the values it merged."""
     from dpcore.accounting.noise import make_rng
     from dpcore.dataset import Dataset

@@ -27,6 +27,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from dpcore.accounting import approx_dp_to_zcdp
 from dpcore.encoding import decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -41,6 +42,10 @@ __all__ = ["AIM", "MST", "MWEM", "Independent", "Synthesizer"]
 # "discrete": the exact discrete Gaussian on counts (default; no floating point in the noise);
 # "gaussian": continuous float noise (same zCDP cost, but floats leak through their low bits).
 NOISES = ("discrete", "gaussian")
+# delta when only epsilon is given: fixed, so it never depends on the data (a rule such as
+# 1/n^2 would read the record count, which is private). 1e-9 is below 1/n for any table of
+# fewer than a billion records, and is the value of the AIM and MST papers' experiments.
+DEFAULT_DELTA = 1e-9
 
 
 def as_schema(schema: SchemaLike | None) -> Schema:
@@ -70,9 +75,9 @@ class Synthesizer(abc.ABC):
     name: ClassVar[str] = ""
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
-    def __init__(self, epsilon: float, delta: float, *, seed: int | None = None,
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
                  ledger_path: str | os.PathLike | None = None, continue_ledger: bool = False,
-                 noise: str = "discrete") -> None:
+                 noise: str = "discrete", progress: bool = True) -> None:
         for label, value, ok in (("epsilon", epsilon, lambda v: v > 0),
                                  ("delta", delta, lambda v: 0 < v < 1)):
             if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not (
@@ -90,7 +95,12 @@ class Synthesizer(abc.ABC):
         self.schema_: Schema | None = None
         self.result_: MechanismResult | None = None
         self.input_salt_: str | None = None
+        self.progress = bool(progress)
         self._filter: Any = None
+        self._ledger: Any = None
+        # One generator for every sample() without an explicit seed: a fixed seed fixes the
+        # sequence of samples, and each call still returns new rows.
+        self._samples = np.random.default_rng(None if seed is None else [int(seed), 1])
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -115,7 +125,32 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError(f"data must be a pandas DataFrame, got "
                                        f"{type(data).__name__}")
         s = as_schema(schema)
-        return self.fit_codes(encode_frame(data, s), s, callback=callback, rows=rows)
+        bar = self._progress_bar()
+        if bar is not None:
+            budget = Fraction(approx_dp_to_zcdp(self.epsilon, self.delta))
+            user_callback = callback
+
+            def callback(record: RoundRecord) -> None:  # noqa: F811 - wraps the user's
+                bar.update(float(Fraction(record.rho) / budget) * 100)
+                if user_callback is not None:
+                    user_callback(record)
+        try:
+            return self.fit_codes(encode_frame(data, s), s, callback=callback, rows=rows)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def fit_sample(self, data: pd.DataFrame, schema: SchemaLike | None = None, *,
+                   n: int | None = None) -> pd.DataFrame:
+        """``fit(data, schema)`` then ``sample(n)`` (smartnoise-synth's one-call form)."""
+        return self.fit(data, schema).sample(n)
+
+    def _progress_bar(self) -> Any:
+        if not self.progress:
+            return None
+        from tqdm.auto import tqdm
+        return tqdm(total=100.0, desc=f"{self.name.upper()} budget spent", unit="%",
+                    bar_format="{desc}: {percentage:3.0f}% |{bar}| {elapsed}", leave=False)
 
     def fit_codes(self, codes: np.ndarray, schema: Schema, *,
                   callback: Callable[[RoundRecord], None] | None = None,
@@ -168,6 +203,7 @@ class Synthesizer(abc.ABC):
             f.close_run(status, reason=reason, outputs=outputs)
         finally:
             f.close()
+            self._ledger = f.ledger
 
     def _run_info(self, codes: np.ndarray, schema: Schema, input_sha256: str | None) -> dict:
         """The opening entry: what runs, on which public schema and domain, and a hiding
@@ -220,7 +256,34 @@ class Synthesizer(abc.ABC):
     def ledger(self) -> Any:
         """The privacy ledger of the fit (every charge, exact ρ), with the run's closing entry."""
         self._fitted()
-        return self._filter.ledger
+        return self._ledger if self._ledger is not None else self._filter.ledger
+
+    # ------------------------------------------------------------------ persistence
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if state.get("_filter") is not None:           # an open file and its lock stay here
+            state["_ledger"] = self.ledger
+        state["_filter"] = None
+        return state
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted synthesizer (model, schema, ledger) to ``path``, atomically. It is a
+        pickle: :meth:`load` only files you wrote yourself."""
+        import pickle
+        from dpcore.schema import atomic_write_bytes
+        self._fitted()
+        atomic_write_bytes(path, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Synthesizer":
+        """Read a synthesizer written by :meth:`save` (a pickle: trusted files only)."""
+        import pickle
+        with open(path, "rb") as fh:
+            obj = pickle.load(fh)
+        if not isinstance(obj, cls):
+            raise InvalidArgumentError(f"{os.fspath(path)!r} holds a {type(obj).__name__}, "
+                                       f"not a {cls.__name__}")
+        return obj
 
     def verify(self) -> Any:
         """Run the independent ledger verifier on this fit's ledger."""
@@ -228,22 +291,32 @@ class Synthesizer(abc.ABC):
         return verify_ledger(self.ledger)
 
     def sample_codes(self, n: int | None = None, *, seed: int | None = None) -> np.ndarray:
-        """``n`` synthetic rows as codes (default: the mechanism's own synthetic table)."""
+        """``n`` synthetic rows as codes (default: the mechanism's own synthetic table).
+        Without ``seed``, successive calls draw new rows (a fixed synthesizer seed fixes the
+        sequence)."""
         result = self._fitted()
         if n is None:
             return np.asarray(result.synthetic.records)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
-        data = result.model.synthetic_data(int(n), seed=self.seed if seed is None else seed)
+        if seed is None:
+            seed = int(self._samples.integers(2 ** 63))
+        data = result.model.synthetic_data(int(n), seed=seed)
+        mapping = result.extras.get("compression")
+        if mapping:   # MST's model lives on the compressed domain (Alg. 4): map back
+            from .mst import decompress
+            data = decompress(data, self.schema_.domain(), mapping, seed)
         return np.asarray(data.records)
 
     def sample(self, n: int | None = None, *, seed: int | None = None) -> pd.DataFrame:
         """``n`` decoded synthetic rows (post-processing: no budget is spent)."""
+        if seed is None and n is not None:
+            seed = int(self._samples.integers(2 ** 63))
         codes = self.sample_codes(n, seed=seed)
         assert self.schema_ is not None
         if self.schema_.encoded:
             return pd.DataFrame(codes.astype(np.int64), columns=list(self.schema_.names))
-        return decode_codes(codes, self.schema_, seed=self.seed if seed is None else seed)
+        return decode_codes(codes, self.schema_, seed=seed if seed is not None else self.seed)
 
     def confidence_bounds(self) -> pd.DataFrame:
         """AIM's per-marginal confidence bounds (AIM paper Sec. 5) as a DataFrame with columns

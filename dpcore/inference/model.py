@@ -60,6 +60,12 @@ class GraphicalModel:
         return (f"GraphicalModel(cliques={len(self.cliques)}, total={self.total:.6g}, "
                 f"size_mb={self.size_mb:.3g})")
 
+    def __getstate__(self):
+        # The calibrated tree lives in the compiled core; it is rebuilt on first use.
+        state = dict(self.__dict__)
+        state["_calibrated"] = None
+        return state
+
     @property
     def calibrated(self):
         """The calibrated junction tree (``dpcore.CalibratedTree``), built on first use."""

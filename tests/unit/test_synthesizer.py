@@ -99,3 +99,50 @@ def test_pre_encoded_in_codes_out(frame):
     out = synth.fit(codes, schema={"a": 3, "b": 2}).sample(40)
     assert list(out.columns) == ["a", "b"] and out.dtypes.tolist() == [np.int64, np.int64]
     assert out["a"].between(0, 2).all() and out["b"].between(0, 1).all()
+
+
+# -- what users of the anchors expect (issue: the front door) ------------------------------
+@pytest.fixture(scope="module")
+def adult_small():
+    import dpcore
+    frame, schema = dpcore.datasets.adult()
+    return frame.sample(4000, random_state=0).reset_index(drop=True), schema
+
+
+def test_mst_samples_on_the_original_domain_after_compression(adult_small):
+    frame, schema = adult_small
+    synth = Synthesizer.create("mst", epsilon=0.5, seed=3, progress=False).fit(frame, schema)
+    mapping = synth.result.extras["compression"]
+    assert mapping, "eps=0.5 on 4000 rows must merge rare values (Alg. 4)"
+    attr, codes = next(iter(mapping.items()))
+    compressed = int(codes.max()) + 1
+    sample = synth.sample_codes(20000)
+    column = sample[:, schema.names.index(attr)]
+    assert column.max() < schema.domain_dict()[attr]
+    assert len(set(column.tolist())) > compressed      # merged values come back spread out
+    decoded = synth.sample(50)
+    assert list(decoded.columns) == list(schema.names)
+
+
+def test_seed_fixes_the_sequence_of_samples_not_one_sample(adult_small):
+    frame, schema = adult_small
+    a = Synthesizer.create("independent", epsilon=1.0, seed=5, progress=False).fit(frame, schema)
+    b = Synthesizer.create("independent", epsilon=1.0, seed=5, progress=False).fit(frame, schema)
+    first, second = a.sample(30), a.sample(30)
+    assert not first.equals(second)
+    assert first.equals(b.sample(30)) and second.equals(b.sample(30))
+
+
+def test_default_delta_fit_sample_and_pickle_round_trip(adult_small, tmp_path):
+    import pickle
+    from mechanisms.synthesizer import DEFAULT_DELTA
+    frame, schema = adult_small
+    synth = Synthesizer.create("mst", epsilon=1.0, progress=False)
+    assert synth.delta == DEFAULT_DELTA == 1e-9
+    out = synth.fit_sample(frame, schema, n=100)
+    assert len(out) == 100 and list(out.columns) == list(schema.names)
+    path = tmp_path / "synth.pkl"
+    synth.save(path)
+    again = Synthesizer.load(path)
+    assert again.verify().ok and len(again.sample(25)) == 25
+    assert pickle.loads(pickle.dumps(synth)).ledger == synth.ledger

@@ -307,6 +307,7 @@ def _cmd_ledger_create(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dpcore.encoding import read_codes
     from dpcore.evaluation import evaluate
+    from dpcore.fidelity import compare, train_synthetic_test_real
 
     real_path, schema = _data_and_schema(args, "real")
     if args.report is not None:
@@ -315,13 +316,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             raise CliError(f"--report {args.report!r} exists and is not a directory")
         if not report_dir.parent.is_dir():
             raise CliError(f"--report {args.report!r}: parent directory does not exist")
+    if args.target is not None and args.target not in schema.names:
+        raise CliError(f"--target must be a schema column, got {args.target!r}")
     result_doc = _load_result(args.result) if args.result is not None else None
     real = read_codes(real_path, schema, sep=args.delimiter)
-    synth = read_codes(args.synth, schema, sep=args.delimiter)
+    synth_schema = _clipping(schema) if args.clip else schema
+    synth = read_codes(args.synth, synth_schema, sep=args.delimiter)
     evaluation = evaluate(real, synth, schema.domain_dict(), args.workload)
+    fidelity = None
+    if not schema.encoded:
+        fidelity = compare(_raw_frame(real_path, args.delimiter),
+                           _raw_frame(args.synth, args.delimiter), schema)
+    tstr = None
+    if args.target is not None:
+        tstr = train_synthetic_test_real(real, synth, schema, args.target)
     if args.json:
         doc = {"warning": "NOT PRIVATE: computed from the real data; do not publish",
                **evaluation.to_dict()}
+        if fidelity is not None:
+            doc["raw"] = fidelity.to_dict()
+        if tstr is not None:
+            doc["tstr"] = tstr
         print(json.dumps(doc, indent=1))
     else:
         print(f"workload error {evaluation.workload_error:.4f} (AIM Definition 2, mean L1 of "
@@ -331,12 +346,41 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print("worst marginals:")
         for m in worst:
             print(f"  {m.error:.4f}  {' x '.join(m.attrs)}")
+        if fidelity is not None and fidelity.columns:
+            print("numeric columns (real -> synthetic): mean; median; point masses")
+            for c in fidelity.columns:
+                masses = ", ".join(f"{v:g}: {r:.1%} -> {q:.1%}" for v, r, q in c.point_masses)
+                print(f"  {c.name}: {c.mean[0]:.4g} -> {c.mean[1]:.4g}; {c.quantiles[2][0]:.4g} "
+                      f"-> {c.quantiles[2][1]:.4g}{'; ' + masses if masses else ''}")
+            print(f"largest correlation gap: {fidelity.max_correlation_gap:.3f}")
+        if tstr is not None:
+            a, b = tstr["train_synthetic"], tstr["train_real"]
+            print(f"train on synthetic, test on real ({args.target}): accuracy "
+                  f"{a['accuracy']:.3f} (trained on real: {b['accuracy']:.3f})")
     if args.report is not None:
         from dpcore.report import write_report
-        index = write_report(args.report, real, synth, schema, evaluation, result_doc)
+        index = write_report(args.report, real, synth, schema, evaluation, result_doc,
+                             fidelity=fidelity, tstr=tstr)
         if not args.json:
             print(f"report: {index}")
     return EXIT_OK
+
+
+def _clipping(schema: Any) -> Any:
+    """The schema with every numeric column clipping out-of-bounds values (other tools' outputs
+    may stray past the public bounds; the real data must not, so only --synth is read so)."""
+    import dataclasses
+    from dpcore.schema import NumericColumn, Schema
+    columns = [dataclasses.replace(c, out_of_bounds="clip") if isinstance(c, NumericColumn) else c
+               for c in schema.columns]
+    return Schema(columns, missing_values=schema.missing_values, warning=schema.warning)
+
+
+def _raw_frame(path: str | os.PathLike, sep: str) -> Any:
+    import pandas as pd
+    if str(path).lower().endswith((".parquet", ".pq")):
+        return pd.read_parquet(path)
+    return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
 
 
 def _load_result(path: str) -> dict[str, Any]:
@@ -480,6 +524,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--report", help="directory for the HTML + PNG report")
     e.add_argument("--result", help="result JSON from dpcore synth --result (AIM bounds)")
+    e.add_argument("--target", help="a column to predict: train on synthetic, test on real "
+                   "(needs scikit-learn: pip install 'dpcore[eval]')")
+    e.add_argument("--clip", action="store_true", help="clip the synthetic table's out-of-bounds "
+                   "numeric values to the schema's bounds (for other tools' outputs)")
     e.set_defaults(func=_cmd_evaluate)
 
     sc = sub.add_parser("schema", help="schema tools")

@@ -1,8 +1,10 @@
 """An evaluation report: PNG plots and a small HTML page (``dpcore evaluate --report DIR``).
 
-Plots: real vs synthetic 1-way histograms, the per-marginal workload error, and, when the
-result file of an AIM run is given, AIM's confidence bounds (AIM paper Sec. 5, one-sided,
-L1 error in counts) against the true errors. The report reads the real data: it is for the
+Plots: real vs synthetic 1-way histograms (labelled by category or bin range), the per-marginal
+workload error, the numeric columns' raw statistics and correlations (:mod:`dpcore.fidelity`),
+train-on-synthetic/test-on-real scores when a target is given, and, when the result file of an
+AIM run is given, AIM's confidence bounds (AIM paper Sec. 5, one-sided, L1 error in counts)
+against the true errors. The report reads the real data: it is for the
 data steward and is not itself differentially private.
 """
 from __future__ import annotations
@@ -42,8 +44,16 @@ def _labels(col: Any) -> list[str]:
     if isinstance(col, CategoricalColumn):
         out = list(col.categories) + ([col.other] if col.other is not None else [])
     elif isinstance(col, NumericColumn):
-        e = col.edges
-        out = [f"{e[k]:g}" for k in range(col.bins)]
+        e, last = col.edges, col.bins - 1
+        out = []
+        for k in range(col.bins):
+            if col.integer:   # the integers a..b the bin holds
+                a = math.ceil(e[k])
+                b = math.floor(e[k + 1]) if k == last else math.ceil(e[k + 1]) - 1
+                out.append(f"{a}" if a == b else f"{a}-{b}")
+            else:
+                out.append(f"{e[k]:g}" if e[k] == e[k + 1] else
+                           f"[{e[k]:g}, {e[k + 1]:g}{']' if k == last else ')'}")
     else:
         out = [str(k) for k in range(col.size)]
     return out + (["<missing>"] if getattr(col, "missing_code", None) is not None else [])
@@ -133,9 +143,64 @@ def bounds_plot(pairs: list[tuple[tuple[str, ...], float, float]], level: float,
     plt.close(fig)
 
 
+def correlation_plot(fidelity: Any, path: Path) -> None:
+    """Pearson correlations of the numeric columns: real, synthetic and their difference."""
+    plt = _pyplot()
+    names = list(fidelity.correlation_names)
+    k = len(names)
+    fig, axes = plt.subplots(1, 3, figsize=(4 + 1.2 * k, 1.6 + 0.4 * k), squeeze=False)
+    panels = (("real", fidelity.correlation_real, "coolwarm", -1),
+              ("synthetic", fidelity.correlation_synthetic, "coolwarm", -1),
+              ("|real - synthetic|", np.abs(fidelity.correlation_real
+                                            - fidelity.correlation_synthetic), "Reds", 0))
+    for ax, (title, m, cmap, low) in zip(axes[0], panels):
+        image = ax.imshow(m, vmin=low, vmax=1, cmap=cmap)
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks(range(k))
+        ax.set_xticklabels(names, rotation=70, fontsize=6)
+        ax.set_yticks(range(k))
+        ax.set_yticklabels(names, fontsize=6)
+        fig.colorbar(image, ax=ax, shrink=0.7)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
+def _raw_section(fidelity: Any, out: Path) -> list[str]:
+    esc = html.escape
+    parts = ["<h2>Raw values: numeric columns</h2>",
+             "<table><tr><th>column</th><th>mean real</th><th>mean synthetic</th>"
+             "<th>median real</th><th>median synthetic</th><th>point masses (real &rarr; "
+             "synthetic share)</th></tr>"]
+    for c in fidelity.columns:
+        masses = ", ".join(f"{v:g}: {r:.1%} &rarr; {q:.1%}" for v, r, q in c.point_masses)
+        parts.append(f"<tr><td>{esc(c.name)}</td><td>{c.mean[0]:.4g}</td><td>{c.mean[1]:.4g}</td>"
+                     f"<td>{c.quantiles[2][0]:.4g}</td><td>{c.quantiles[2][1]:.4g}</td>"
+                     f"<td>{masses}</td></tr>")
+    parts.append("</table>")
+    if len(fidelity.correlation_names) > 1:
+        correlation_plot(fidelity, out / "correlations.png")
+        parts += [f"<h2>Correlations</h2><p>Largest absolute difference: "
+                  f"{fidelity.max_correlation_gap:.3f}.</p>",
+                  "<img src='correlations.png' alt='correlations'>"]
+    return parts
+
+
+def _tstr_section(tstr: dict[str, Any]) -> list[str]:
+    def cell(x: Any) -> str:
+        return "&ndash;" if x is None else f"{x:.3f}"
+    a, b = tstr["train_synthetic"], tstr["train_real"]
+    return [f"<h2>Train on synthetic, test on real: {html.escape(tstr['target'])}</h2>",
+            "<table><tr><th>trained on</th><th>accuracy</th><th>ROC AUC</th></tr>",
+            f"<tr><td>synthetic</td><td>{cell(a['accuracy'])}</td><td>{cell(a['roc_auc'])}</td></tr>",
+            f"<tr><td>real (70 %)</td><td>{cell(b['accuracy'])}</td><td>{cell(b['roc_auc'])}</td></tr>",
+            f"</table><p>Both scored on the same {tstr['test_rows']} held-out real rows.</p>"]
+
+
 def write_report(directory: str | os.PathLike, real: np.ndarray, synth: np.ndarray,
                  schema: Schema, evaluation: EvaluationResult,
-                 result: dict[str, Any] | None = None) -> Path:
+                 result: dict[str, Any] | None = None, *, fidelity: Any = None,
+                 tstr: dict[str, Any] | None = None) -> Path:
     """Write ``index.html`` and its PNGs into ``directory`` (created if needed); return the
     page's path."""
     out = Path(directory)
@@ -158,14 +223,17 @@ def write_report(directory: str | os.PathLike, real: np.ndarray, synth: np.ndarr
     if result is not None:
         parts.append(f"<p>Run: {esc(str(result.get('mechanism')))} at epsilon = "
                      f"{esc(str(result.get('epsilon')))}, delta = {esc(str(result.get('delta')))}"
-                     f", {esc(str(result.get('rounds')))} rounds, "
-                     f"{esc(str(result.get('seconds')))} s.</p>")
+                     f", {esc(str(result.get('rounds')))} rounds.</p>")
     parts += ["<h2>1-way marginals: real vs synthetic</h2>", "<img src='oneway.png' alt='1-way'>",
               "<h2>Per-marginal error</h2>", "<img src='marginal_errors.png' alt='errors'>",
               "<table><tr><th>error</th><th>marginal</th></tr>"]
     for m in sorted(evaluation.marginals, key=lambda m: -m.error)[:25]:
         parts.append(f"<tr><td>{m.error:.4f}</td><td>{esc(' x '.join(m.attrs))}</td></tr>")
     parts.append("</table>")
+    if fidelity is not None and fidelity.columns:
+        parts += _raw_section(fidelity, out)
+    if tstr is not None:
+        parts += _tstr_section(tstr)
     bounds = (result or {}).get("confidence_bounds")
     if bounds:
         pairs = bound_pairs(real, synth, schema, bounds)

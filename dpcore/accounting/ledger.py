@@ -361,7 +361,7 @@ def _require_keys(where, obj, keys):
 
 
 def _rational(where, text) -> Fraction:
-    if not isinstance(text, str) or len(text) > 400:
+    if not isinstance(text, str) or len(text) > 802:
         raise LedgerError(f"{where} must be a rational string like '1/2'")
     value = num.decode(text)
     if isinstance(value, float):

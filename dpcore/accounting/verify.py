@@ -10,8 +10,8 @@ the file; without them the file's own (epsilon, delta) is used, and the report s
 Every charge is checked against what it released (``what``): a marginal of records has L2
 sensitivity 1, a weighted batch states its weights and the sensitivity is recomputed from them;
 a selection's sensitivity is the one it states; an event whose cost cannot be re-derived (a raw
-``ZCDPEvent`` or ``PureDPEvent``) is accepted only where nothing is released (``"release":
-"none"``). Marginal attributes must exist in the domain the run's opening entry recorded.
+``ZCDPEvent``) is accepted only where nothing is released (``"release": "none"`` with a reason
+and nothing else). Marginal attributes must exist in the domain the run's opening entry recorded.
 
 Only the final zCDP <-> (epsilon, delta) conversions reuse :mod:`.conversions` (which the filter
 never calls when charging). It never raises on content: every problem is a reason in the report.
@@ -35,7 +35,7 @@ MAX_RHO = sympy.Integer(10) ** 4          # the filter's cap (filter.MAX_RHO), r
 GRID = sympy.Integer(2) ** 128            # the cost grid (_numbers.COST_GRID_BITS), restated
 MAX_BYTES = 1 << 30
 MAX_DEPTH = 32
-_RATIONAL = re.compile(r"-?[0-9]{1,200}(/[0-9]{1,200})?")
+_RATIONAL = re.compile(r"-?[0-9]{1,400}(/[0-9]{1,400})?")   # a float budget: ~330 digits
 _HEX_FLOAT = re.compile(r"-?0x[0-9a-f]{1,16}(\.[0-9a-f]{0,16})?p[+-]?[0-9]{1,5}")
 _ENTRY_KEYS = {"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"}
 _ENTRIES_OPEN = ',"entries":['
@@ -44,7 +44,7 @@ _ENTRIES_OPEN = ',"entries":['
 _RELEASES = {
     "marginal": ("GaussianEvent",),          # proofs/gaussian.py, proofs/weighted_marginals.py
     "selection": ("ExponentialEvent",),      # proofs/exponential_mechanism.py
-    "none": None,                            # releases nothing: any event (retired budget)
+    "none": ("ZCDPEvent",),                  # releases nothing: retired budget
 }
 
 
@@ -488,6 +488,10 @@ def _check_release(where, event, what, run, reasons):
                        f"({', '.join(sorted(_RELEASES))})")
         return
     allowed = _RELEASES[release]
+    if release == "none" and (set(what) - {"release", "reason"} or event.get("type") != "ZCDPEvent"):
+        reasons.append(f"{where}: a release of nothing is a ZCDPEvent with a reason and names "
+                       "nothing else")
+        return
     if allowed is not None and event.get("type") not in allowed:
         reasons.append(f"{where}: a {release} release must be charged as {' or '.join(allowed)}, "
                        f"not {str(event.get('type'))[:40]}")

@@ -132,6 +132,14 @@ def test_attributes_must_exist_in_the_runs_domain(honest):
     _fails(_rechain(doc), "not in the run's domain")
 
 
+def test_a_marginal_relabelled_as_releasing_nothing(honest):
+    doc = honest
+    entry = doc["entries"][3]
+    entry["event"], entry["rho"] = {"type": "ZCDPEvent", "rho": "0"}, "0"
+    entry["what"]["release"] = "none"                 # attrs still name what was released
+    _fails(_rechain(doc), "release of nothing")
+
+
 def test_undocumented_release_and_missing_what(honest):
     doc = honest
     doc["entries"][1]["what"] = {"release": "histogram"}

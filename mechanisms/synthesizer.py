@@ -32,6 +32,7 @@ from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
 from dpcore.schema import Schema
 
+from .plan import Plan
 from .result import MechanismResult, RoundRecord
 
 SchemaLike = Union[Schema, Mapping[str, Any], str, "os.PathLike[str]"]
@@ -115,17 +116,31 @@ class Synthesizer(abc.ABC):
         if self.result_ is not None:
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
+        plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
         dataset = Dataset(codes, schema.domain())
         privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
                                                       ledger_path=self.ledger_path)
         curator = Curator(dataset, privacy_filter, seed=self.seed)
         self.schema_ = schema
-        self.result_ = self._run(curator, callback=callback, rows=rows)
+        self.result_ = self._run(curator, plan, callback=callback)
         return self
 
+    def plan(self, schema: SchemaLike, *, rows: int | None = None) -> Plan:
+        """Check that a fit on ``schema`` is feasible, from public information only (the
+        domain, the budget and the options; see :mod:`mechanisms.plan`). Raises
+        :class:`InvalidArgumentError` naming the argument and the rule; spends nothing."""
+        from dpcore.accounting import approx_dp_to_zcdp
+        domain = as_schema(schema).domain()
+        rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
+        return self._plan(domain, rho, rows=rows, seed=self.seed)
+
     @abc.abstractmethod
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
-        """Run this synthesizer's mechanism on the curator (spends the whole budget)."""
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        """This synthesizer's planner (mechanisms.plan)."""
+
+    @abc.abstractmethod
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
+        """Run this synthesizer's mechanism on the curator as planned (spends the whole budget)."""
 
     def _fitted(self) -> MechanismResult:
         if self.result_ is None:
@@ -190,17 +205,15 @@ class _WorkloadSynthesizer(Synthesizer):
         super().__init__(epsilon, delta, seed=seed, ledger_path=ledger_path)
         self.workload, self.max_model_size, self.rounds = workload, max_model_size, rounds
 
-    def _workload(self) -> list:
-        assert self.schema_ is not None
-        return parse_workload(self.workload, self.schema_.names)
-
-    def _options(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import PLANNERS
+        workload = self.workload
+        if isinstance(workload, (str, os.PathLike)):
+            workload = parse_workload(workload, list(domain.attrs))
+        options: dict[str, Any] = {"workload": workload, "rounds": self.rounds}
         if self.max_model_size is not None:
-            out["max_model_size"] = self.max_model_size
-        if self.rounds is not None:
-            out["rounds"] = self.rounds
-        return out
+            options["max_model_size"] = self.max_model_size
+        return PLANNERS[self.name](domain, rho, rows=rows, seed=seed, **options)
 
 
 class AIM(_WorkloadSynthesizer):
@@ -213,10 +226,10 @@ class AIM(_WorkloadSynthesizer):
 
     name = "aim"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .aim import aim
-        return aim(curator, self._workload(), synthetic_rows=rows, seed=self.seed,
-                   callback=callback, **self._options())
+        return aim(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
+                   **plan.options)
 
 
 class MWEM(_WorkloadSynthesizer):
@@ -224,10 +237,10 @@ class MWEM(_WorkloadSynthesizer):
 
     name = "mwem"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mwem import mwem
-        return mwem(curator, self._workload(), synthetic_rows=rows, seed=self.seed,
-                    callback=callback, **self._options())
+        return mwem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
+                    **plan.options)
 
 
 class MST(Synthesizer):
@@ -236,9 +249,13 @@ class MST(Synthesizer):
 
     name = "mst"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_mst
+        return plan_mst(domain, rho, rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mst import mst
-        return mst(curator, synthetic_rows=rows, seed=self.seed, callback=callback)
+        return mst(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback)
 
 
 class Independent(Synthesizer):
@@ -246,9 +263,14 @@ class Independent(Synthesizer):
 
     name = "independent"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_independent
+        return plan_independent(domain, rho, rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .independent import independent
-        return independent(curator, synthetic_rows=rows, seed=self.seed, callback=callback)
+        return independent(curator, synthetic_rows=plan.rows, seed=plan.seed,
+                           callback=callback)
 
 
 def synthesizer_names() -> Sequence[str]:

@@ -6,6 +6,8 @@ whose every check holds but whose last run was cut off (no closing entry): incom
 Every output file is written to a temporary file and renamed into place, so a failed run
 leaves no partial CSV. The ledger is the exception by design: the privacy filter saves it
 (atomically) after every charge, so budget spent by a run that later fails stays on record.
+``synth`` plans the whole run (mechanisms.plan, the output paths and formats) before it reads
+the data or creates the ledger: an invalid run spends nothing.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import argparse
 import json
 import math
 import os
+import re
+import signal
 import sys
 import tempfile
 import time
@@ -66,8 +70,10 @@ def _data_and_schema(args: argparse.Namespace, data_attr: str = "data") -> tuple
     return Path(data), Schema.load(args.schema)
 
 
-def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = False) -> None:
-    """Fail before any budget is spent if an output cannot be written."""
+def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = False,
+                    force: bool = False) -> None:
+    """Fail before any budget is spent if an output cannot be written, or already exists
+    (``must_not_exist``: always refused; otherwise refused unless ``force``)."""
     if path is None:
         return
     target = Path(path)
@@ -76,6 +82,9 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
     if must_not_exist and target.exists():
         raise CliError(f"{label} {path!r} already exists; refusing to overwrite a record of "
                        f"spent budget (choose a new path)")
+    if not force and (target.exists() or target.is_symlink()):
+        raise CliError(f"{label} {path!r} already exists; refusing to overwrite it (choose a "
+                       f"new path, or pass --force)")
     parent = target.parent
     if not parent.is_dir():
         raise CliError(f"cannot write {label} {path!r}: directory {str(parent)!r} does not exist")
@@ -83,8 +92,79 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=parent)
     except OSError as err:
         raise CliError(f"cannot write {label} {path!r}: {err.strerror}") from None
-    os.close(fd)
-    os.unlink(tmp)
+    try:
+        os.close(fd)
+    finally:
+        os.unlink(tmp)
+
+
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file: equal after resolving symlinks, or (both existing)
+    the same inode, which also catches hard links."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return False
+
+
+def _check_distinct(inputs: Sequence[tuple[str, Any]], outputs: Sequence[tuple[str, Any]]) -> None:
+    """No output may be an input or another output (the sensitive input would be replaced)."""
+    outputs = [(label, path) for label, path in outputs if path is not None]
+    for i, (label, path) in enumerate(outputs):
+        for other, known in list(inputs) + outputs[:i]:
+            if known is not None and _same_file(path, known):
+                raise CliError(f"{label} {str(path)!r} is the same file as {other} "
+                               f"{str(known)!r}; refusing to overwrite it")
+
+
+def _check_output_format(path: str) -> None:
+    import importlib.util
+    if Path(path).suffix.lower() in (".parquet", ".pq") and not any(
+            importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
+        raise CliError(f"--out {path!r}: writing Parquet needs pyarrow: "
+                       f"pip install 'dpcore[parquet]' (or write a .csv)")
+
+
+def _check_free_space(path: str, rows: int | None, columns: int) -> None:
+    """Refuse a run whose output cannot fit on its disk. Only public sizes are used (--rows,
+    not the data's row count), and only a lower bound (two bytes a field: one character and a
+    separator), so this refuses only hopeless runs; a disk that fills up later fails after the
+    charges, which the ledger records (docs/cli.md)."""
+    import shutil
+    if rows is None:
+        return
+    need = rows * columns * 2
+    free = shutil.disk_usage(Path(path).parent).free
+    if need > free:
+        raise CliError(f"--out {path!r}: {rows} rows x {columns} columns need at least {need} "
+                       f"bytes, but the disk has {free} free")
+
+
+# Temporaries dpcore's own writers leave if killed (SIGKILL) mid-write: mkstemp names
+# (8 characters of [a-z0-9_]) of schema.atomic_write_text / encoding.write_table
+# (".NAME.XXXXXXXX.tmp"), the ledger (".ledger-XXXXXXXX.tmp") and _probe_writable (".probe").
+_STALE = re.compile(r"^\.(?:.+\.[a-z0-9_]{8}\.(?:tmp|probe)|ledger-[a-z0-9_]{8}\.tmp)$")
+
+
+def stale_temporaries(directory: str | os.PathLike) -> list[Path]:
+    """dpcore's own stale temporary files directly inside ``directory`` (regular files only)."""
+    folder = Path(directory)
+    return sorted(p for p in folder.iterdir()
+                  if _STALE.match(p.name) and p.is_file() and not p.is_symlink())
+
+
+def _remove_own_temporaries(paths: Sequence[str | None], since: float) -> None:
+    """After a failed or interrupted run: remove the temporaries of this run's outputs (named
+    after them, created since the run started) that a writer could not remove itself."""
+    for path in filter(None, paths):
+        target = Path(path)
+        if not target.parent.is_dir():
+            continue
+        for p in stale_temporaries(target.parent):
+            if p.name.startswith(f".{target.name}.") and p.stat().st_mtime >= since:
+                p.unlink(missing_ok=True)
 
 
 def _positive(name: str, text: str) -> float:
@@ -111,6 +191,17 @@ def _progress(args: argparse.Namespace, label: str):
 
 # ------------------------------------------------------------------------ synth
 def _cmd_synth(args: argparse.Namespace) -> int:
+    started_at = time.time()
+    try:
+        return _synth(args)
+    except BaseException:
+        # The writers remove their own temporaries; this catches the few instructions between
+        # a temporary's creation and its writer's cleanup handler (SIGINT/SIGTERM land there).
+        _remove_own_temporaries([args.out, args.result], started_at - 2)
+        raise
+
+
+def _synth(args: argparse.Namespace) -> int:
     from dpcore.encoding import read_codes, write_table
     from mechanisms.synthesizer import Synthesizer
 
@@ -122,17 +213,25 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         raise CliError(f"--delta must be in (0, 1), got {args.delta}")
     if args.rows is not None and args.rows < 1:
         raise CliError(f"--rows must be >= 1, got {args.rows}")
-    for label, a, b in (("--out", args.out, args.ledger), ("--out", args.out, args.result),
-                        ("--ledger", args.ledger, args.result)):
-        if b is not None and os.path.abspath(a) == os.path.abspath(b):
-            raise CliError(f"{label} and another output are the same file {a!r}")
-    _probe_writable(args.out, "--out")
+    # The plan, part 1: outputs. None may be an input or another output; none is overwritten
+    # without --force (the ledger never is, but --continue appends to it); each can be
+    # written, in a format we can write.
+    if args.dataset is not None and args.dataset in bundled_datasets():
+        data_in, schema_in = _bundled(args.dataset)
+    else:
+        data_in, schema_in = args.data, args.schema
+    workload_in = args.workload if args.workload not in ("all-1way", "all-2way", "all-3way") \
+        and os.path.isfile(args.workload) else None
+    _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in)],
+                    [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
+    _probe_writable(args.out, "--out", force=args.force)
     if args.continue_ledger:
         if not Path(args.ledger).is_file():
             raise CliError(f"--continue: ledger {args.ledger!r} does not exist (nothing to continue)")
     else:
         _probe_writable(args.ledger, "--ledger", must_not_exist=True)
-    _probe_writable(args.result, "--result")
+    _probe_writable(args.result, "--result", force=args.force)
+    _check_output_format(args.out)
     data_path, schema = _data_and_schema(args)
     options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
                                "continue_ledger": args.continue_ledger, "noise": args.noise}
@@ -143,9 +242,10 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         raise CliError(f"--workload, --max-model-size and --rounds apply to aim and mwem, "
                        f"not {args.mechanism}")
     synth = Synthesizer.create(args.mechanism, epsilon=epsilon, delta=delta, **options)
-    if args.mechanism in ("aim", "mwem"):
-        from dpcore.evaluation import parse_workload
-        parse_workload(args.workload, schema.names)  # fail on a bad workload before reading data
+    # Part 2: the mechanism's own plan (sizes, rounds, model cap, rows, seed), from public
+    # information only, before the data is read; fit_codes plans again before its first charge.
+    synth.plan(schema, rows=args.rows)
+    _check_free_space(args.out, args.rows, len(schema.names))
 
     if args.seed is not None and not args.quiet:
         print("dpcore: note: --seed fixes the noise; use it for tests and demos, never for a "
@@ -434,7 +534,8 @@ def _cmd_schema_infer(args: argparse.Namespace) -> int:
     if both:
         raise CliError(f"column {both[0]!r} has both --bounds and --categories")
     if args.out is not None:
-        _probe_writable(args.out, "--out")
+        _check_distinct([("DATA", args.data)], [("--out", args.out)])
+        _probe_writable(args.out, "--out", force=args.force)
     schema = infer_schema(iter_table_chunks(args.data, sep=args.delimiter), bounds=bounds,
                           categories=cats, bins=args.bins, missing_values=args.missing_values)
     if schema.warning:
@@ -444,6 +545,34 @@ def _cmd_schema_infer(args: argparse.Namespace) -> int:
     else:
         schema.save(args.out)
         print(f"dpcore: wrote draft schema {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------ clean
+def _cmd_clean(args: argparse.Namespace) -> int:
+    """List dpcore's own stale temporaries in a directory; remove them after confirmation (a
+    TTY prompt) or with --yes. Only names of dpcore's writers match (see ``_STALE``); a dpcore
+    still running in that directory would lose its temporary, so run this when none is."""
+    if not Path(args.directory).is_dir():
+        raise CliError(f"{args.directory!r} is not a directory")
+    stale = stale_temporaries(args.directory)
+    if not stale:
+        print(f"dpcore: no stale temporary files in {args.directory}", file=sys.stderr)
+        return EXIT_OK
+    for p in stale:
+        print(p)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"dpcore: {len(stale)} stale temporary file(s); run again with --yes to "
+                  f"remove them", file=sys.stderr)
+            return EXIT_OK
+        answer = input(f"remove these {len(stale)} file(s)? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("dpcore: nothing removed", file=sys.stderr)
+            return EXIT_OK
+    for p in stale:
+        p.unlink(missing_ok=True)
+    print(f"dpcore: removed {len(stale)} stale temporary file(s)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -494,6 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measurement noise: the exact discrete Gaussian (default) or float "
                         "Gaussian (same cost; floats can leak through low-order bits)")
     s.add_argument("--result", help="also write a result JSON (rounds, AIM's confidence bounds)")
+    s.add_argument("--force", action="store_true",
+                   help="overwrite an existing --out / --result (never an input, never a ledger)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     s.set_defaults(func=_cmd_synth)
 
@@ -543,7 +674,14 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--missing-values", action="append", default=None, metavar="TOKEN",
                      help="a token meaning missing (repeatable; default: empty field)")
     inf.add_argument("--delimiter", default=",")
+    inf.add_argument("--force", action="store_true", help="overwrite an existing --out")
     inf.set_defaults(func=_cmd_schema_infer)
+
+    cl = sub.add_parser("clean", help="list (and with --yes remove) stale temporary files a "
+                        "killed dpcore left in a directory")
+    cl.add_argument("directory")
+    cl.add_argument("--yes", action="store_true", help="remove them without asking")
+    cl.set_defaults(func=_cmd_clean)
 
     pr = sub.add_parser("proofs", help="run the privacy proof checks and print the table")
     pr.set_defaults(func=_cmd_proofs)
@@ -559,7 +697,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so every writer's cleanup handler runs."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    try:  # only the main thread may install handlers; elsewhere SIGTERM keeps its default
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:
+        return _run(argv)
+    try:
+        return _run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(argv)
     if getattr(args, "missing_values", "unset") is None:
@@ -587,6 +744,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("dpcore: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("dpcore: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
 
 
 if __name__ == "__main__":

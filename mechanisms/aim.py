@@ -28,7 +28,7 @@ from dpcore.junction_tree import JunctionTree
 
 from .aim_bounds import RoundSummary, confidence_bounds
 from .result import MechanismResult, RoundRecord, Timer, round_options, synthesize
-from .workload import candidate_weights, downward_closure, make_workload
+from .workload import candidate_weights, downward_closure, make_workload, normalise_weights
 
 _COST = ZCDPAccountant()
 _EXPECTED_ABS = math.sqrt(2 / math.pi)  # E|N(0,1)|, AIM Theorem 5
@@ -77,7 +77,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     per_round = round_options(options, round_iters)
 
     candidates = downward_closure([c for c, _ in work])
-    weights = dict(zip(candidates, candidate_weights(candidates, work)))
+    weights = dict(zip(candidates, candidate_weights(candidates, normalise_weights(work))))
     sizes = {r: domain.size(r) for r in candidates}
     measurements: list[Measurement] = []
     records: list[RoundRecord] = []
@@ -164,6 +164,29 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"confidence_bounds": bounds, "workload": work, "retired_rho": retired,
                             "rounds_run": len(summaries)})
+
+
+def first_round_pool(domain, candidates, rho: Fraction, rounds: int, alpha: Fraction,
+                     max_model_size: float) -> list:
+    """The candidates AIM's first selection may choose from (JT-SIZE, line 13), computed from
+    public quantities exactly as :func:`aim` computes them, before anything is spent.
+
+    Every later round's pool contains the cliques already measured (their hypothetical size is
+    the current size, which fitted the previous, smaller limit), so a non-empty first pool
+    means no round runs out of candidates: what the plan step checks
+    (:func:`mechanisms.plan.plan_aim`).
+    """
+    sigma = gaussian_sigma(alpha * rho / rounds)
+    oneway = [c for c in candidates if len(c) == 1]
+    spent = len(oneway) * Fraction(_COST.rho(GaussianEvent(sigma, 1)))
+    epsilon = exponential_epsilon((1 - alpha) * rho / rounds)
+    if rho - spent <= 2 * _round_cost(epsilon, sigma):   # Alg. 3 line 8: one final round
+        epsilon = exponential_epsilon((1 - alpha) * (rho - spent))
+        sigma = gaussian_sigma(rho - spent - Fraction(_COST.rho(ExponentialEvent(epsilon, 1))))
+    used_after = spent + _round_cost(epsilon, sigma)
+    limit = float(used_after / rho) * max_model_size
+    tree = JunctionTree(domain, oneway)
+    return [r for r, mb in zip(candidates, tree.hypothetical_sizes_mb(candidates)) if mb <= limit]
 
 
 def _final_parameters(curator, alpha: Fraction) -> tuple[float, float]:

@@ -33,6 +33,7 @@ from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
 from dpcore.schema import Schema
 
+from .plan import Plan
 from .result import MechanismResult, RoundRecord
 
 SchemaLike = Union[Schema, Mapping[str, Any], str, "os.PathLike[str]"]
@@ -98,9 +99,7 @@ class Synthesizer(abc.ABC):
         self.progress = bool(progress)
         self._filter: Any = None
         self._ledger: Any = None
-        # One generator for every sample() without an explicit seed: a fixed seed fixes the
-        # sequence of samples, and each call still returns new rows.
-        self._samples = np.random.default_rng(None if seed is None else [int(seed), 1])
+        self._samples: np.random.Generator | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -168,6 +167,7 @@ class Synthesizer(abc.ABC):
         if self.result_ is not None:
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
+        plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
         dataset = Dataset(codes, schema.domain())
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
         if self.continue_ledger:
@@ -184,7 +184,7 @@ class Synthesizer(abc.ABC):
         self.schema_ = schema
         try:
             curator = Curator(dataset, privacy_filter, seed=self.seed)
-            self.result_ = self._run(curator, callback=callback, rows=rows)
+            self.result_ = self._run(curator, plan, callback=callback)
         except BaseException as exc:
             self.close_run("failed", reason=f"{type(exc).__name__}: {exc}")
             raise
@@ -232,9 +232,22 @@ class Synthesizer(abc.ABC):
     def _parameters(self) -> dict[str, Any]:
         return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
 
+    def plan(self, schema: SchemaLike, *, rows: int | None = None) -> Plan:
+        """Check that a fit on ``schema`` is feasible, from public information only (the
+        domain, the budget and the options; see :mod:`mechanisms.plan`). Raises
+        :class:`InvalidArgumentError` naming the argument and the rule; spends nothing."""
+        from dpcore.accounting import approx_dp_to_zcdp
+        domain = as_schema(schema).domain()
+        rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
+        return self._plan(domain, rho, rows=rows, seed=self.seed)
+
     @abc.abstractmethod
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
-        """Run this synthesizer's mechanism on the curator (spends the whole budget)."""
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        """This synthesizer's planner (mechanisms.plan)."""
+
+    @abc.abstractmethod
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
+        """Run this synthesizer's mechanism on the curator as planned (spends the whole budget)."""
 
     def _fitted(self) -> MechanismResult:
         if self.result_ is None:
@@ -300,7 +313,7 @@ class Synthesizer(abc.ABC):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
         if seed is None:
-            seed = int(self._samples.integers(2 ** 63))
+            seed = self._next_sample_seed()
         data = result.model.synthetic_data(int(n), seed=seed)
         mapping = result.extras.get("compression")
         if mapping:   # MST's model lives on the compressed domain (Alg. 4): map back
@@ -308,10 +321,17 @@ class Synthesizer(abc.ABC):
             data = decompress(data, self.schema_.domain(), mapping, seed)
         return np.asarray(data.records)
 
+    def _next_sample_seed(self) -> int:
+        """One generator for every sample() without an explicit seed: a fixed synthesizer seed
+        fixes the sequence of samples, and each call still returns new rows."""
+        if self._samples is None:
+            self._samples = np.random.default_rng(None if self.seed is None else [self.seed, 1])
+        return int(self._samples.integers(2 ** 63))
+
     def sample(self, n: int | None = None, *, seed: int | None = None) -> pd.DataFrame:
         """``n`` decoded synthetic rows (post-processing: no budget is spent)."""
         if seed is None and n is not None:
-            seed = int(self._samples.integers(2 ** 63))
+            seed = self._next_sample_seed()
         codes = self.sample_codes(n, seed=seed)
         assert self.schema_ is not None
         if self.schema_.encoded:
@@ -342,17 +362,15 @@ class _WorkloadSynthesizer(Synthesizer):
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
                 "max_model_size": self.max_model_size}
 
-    def _workload(self) -> list:
-        assert self.schema_ is not None
-        return parse_workload(self.workload, self.schema_.names)
-
-    def _options(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"discrete": self.noise == "discrete"}
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import PLANNERS
+        workload = self.workload
+        if isinstance(workload, (str, os.PathLike)):
+            workload = parse_workload(workload, list(domain.attrs))
+        options: dict[str, Any] = {"workload": workload, "rounds": self.rounds}
         if self.max_model_size is not None:
-            out["max_model_size"] = self.max_model_size
-        if self.rounds is not None:
-            out["rounds"] = self.rounds
-        return out
+            options["max_model_size"] = self.max_model_size
+        return PLANNERS[self.name](domain, rho, rows=rows, seed=seed, **options)
 
 
 class AIM(_WorkloadSynthesizer):
@@ -365,10 +383,10 @@ class AIM(_WorkloadSynthesizer):
 
     name = "aim"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .aim import aim
-        return aim(curator, self._workload(), synthetic_rows=rows, seed=self.seed,
-                   callback=callback, **self._options())
+        return aim(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
+                   discrete=self.noise == "discrete", **plan.options)
 
 
 class MWEM(_WorkloadSynthesizer):
@@ -376,10 +394,10 @@ class MWEM(_WorkloadSynthesizer):
 
     name = "mwem"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mwem import mwem
-        return mwem(curator, self._workload(), synthetic_rows=rows, seed=self.seed,
-                    callback=callback, **self._options())
+        return mwem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
+                    discrete=self.noise == "discrete", **plan.options)
 
 
 class MST(Synthesizer):
@@ -388,9 +406,13 @@ class MST(Synthesizer):
 
     name = "mst"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_mst
+        return plan_mst(domain, rho, rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mst import mst
-        return mst(curator, synthetic_rows=rows, seed=self.seed, callback=callback,
+        return mst(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
                    discrete=self.noise == "discrete")
 
 
@@ -399,10 +421,14 @@ class Independent(Synthesizer):
 
     name = "independent"
 
-    def _run(self, curator: Any, *, callback: Any, rows: int | None) -> MechanismResult:
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_independent
+        return plan_independent(domain, rho, rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .independent import independent
-        return independent(curator, synthetic_rows=rows, seed=self.seed, callback=callback,
-                           discrete=self.noise == "discrete")
+        return independent(curator, synthetic_rows=plan.rows, seed=plan.seed,
+                           callback=callback, discrete=self.noise == "discrete")
 
 
 def synthesizer_names() -> Sequence[str]:

@@ -60,6 +60,9 @@ def make_workload(domain, workload: Iterable) -> Workload:
         if clique in merged:
             raise InvalidArgumentError(f"workload[{i}]: marginal {list(clique)} appears twice")
         merged[clique] = weight
+    if merged and max(merged.values()) == 0:
+        raise InvalidArgumentError("workload weights must not all be 0 (the exponential "
+                                   "mechanism's sensitivity is the largest weight)")
     return tuple(merged.items())
 
 
@@ -77,3 +80,17 @@ def candidate_weights(candidates: Sequence[Clique], workload: Workload) -> np.nd
     sets = [(frozenset(s), c) for s, c in workload]
     return np.array([sum(c * len(frozenset(r) & s) for s, c in sets) for r in candidates],
                     dtype=np.float64)
+
+
+def normalise_weights(workload: Workload) -> Workload:
+    """The workload with its weights divided by the largest (which becomes 1).
+
+    Exact to drop: the exponential mechanism uses only w_r / max w_r (its score is w_r(...) and
+    its sensitivity max w_r, see ``Curator.select``), AIM's w_r are linear in the c_s, and AIM's
+    bounds (Sec. 5) are ratios of them; without it weights like 1e308 sum to inf. A workload
+    whose largest weight is already 1 is returned unchanged.
+    """
+    top = max((c for _, c in workload), default=0.0)
+    if top in (0.0, 1.0):
+        return workload
+    return tuple((clique, c / top) for clique, c in workload)

@@ -37,7 +37,10 @@ def synth_args(work, **overrides):
 
 
 def run(argv, capsys):
-    code = main(argv)
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:  # argparse's own usage errors (one line, exit 2)
+        code = exit_info.code
     err = capsys.readouterr().err.strip()
     return code, err
 
@@ -227,3 +230,191 @@ def test_synth_progress_bar_and_summary_on_a_terminal(work, capsys, monkeypatch)
 def test_synth_quiet_off_a_terminal_prints_nothing(work, capsys):
     assert main(synth_args(work)) == 0
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------------ issue 16: plan before spending
+def assert_nothing_spent(work, code, err, expected, status=2):
+    assert code == status and expected in err, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    assert not (work / "ledger.json").exists()
+    assert sorted(p.name for p in work.iterdir()) == sorted(
+        p for p in ("data.csv", "schema.json", "w.json", "out.csv", "result.json")
+        if (work / p).exists())
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    ({"--rows": "100000000000"}, "rows must be <= 357913941"),
+    ({"--rows": "1e11"}, "invalid int value: '1e11'"),
+    ({"--rows": "1e23"}, "invalid int value: '1e23'"),
+    ({"--seed": str(2**128 + 1)}, "seed must be in [0, 2**64)"),
+    ({"--seed": "-1"}, "seed must be in [0, 2**64)"),
+    ({"--mechanism": "aim", "--rounds": "100000000"}, "rounds must be an int in [3, 10000]"),
+    ({"--mechanism": "aim", "--rounds": "1e8"}, "invalid int value: '1e8'"),
+    ({"--mechanism": "mwem", "--rounds": "0"}, "rounds must be an int in [1, 10000]"),
+    ({"--mechanism": "aim", "--max-model-size": "1e-300"}, "first round would have no candidate"),
+    ({"--mechanism": "aim", "--max-model-size": "inf"}, "max_model_size must be > 0 and <="),
+    ({"--mechanism": "mwem", "--max-model-size": "nan"}, "max_model_size must be > 0 and <="),
+    ({"--mechanism": "mwem", "--max-model-size": "1e-300"}, "no candidate"),
+])
+def test_infeasible_runs_exit_2_before_any_charge(work, capsys, overrides, expected):
+    code, err = run(synth_args(work, **overrides), capsys)
+    assert_nothing_spent(work, code, err, expected)
+
+
+@pytest.mark.parametrize("weights, expected", [
+    ([0, 0], "weights must not all be 0"),
+    ([-1, 1], "weight"),
+    ([1, "Infinity"], "weight"),
+])
+def test_bad_workload_weights_exit_2_before_any_charge(work, capsys, weights, expected):
+    (work / "w.json").write_text(json.dumps(
+        [{"attrs": ["color", "size"], "weight": weights[0]},
+         {"attrs": ["flag"], "weight": weights[1]}]).replace('"Infinity"', "Infinity"))
+    code, err = run(synth_args(work, **{"--mechanism": "aim", "--workload": str(work / "w.json")}),
+                    capsys)
+    assert_nothing_spent(work, code, err, expected)
+
+
+def test_huge_workload_weights_run_and_spend_exactly_the_budget(work, capsys):
+    (work / "w.json").write_text(json.dumps([{"attrs": ["color", "size"], "weight": 1e308},
+                                             {"attrs": ["flag"], "weight": 1e308}]))
+    argv = synth_args(work, **{"--mechanism": "aim", "--workload": str(work / "w.json"),
+                               "--rounds": "3", "--seed": "1"})
+    assert main(argv) == 0
+    assert main(["verify", "--json", str(work / "ledger.json")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["rho_spent"] == report["rho_budget"]
+
+
+@pytest.mark.parametrize("mechanism", ["mst", "aim", "mwem", "independent"])
+def test_marginals_beyond_the_cell_cap_exit_2_before_any_charge(work, capsys, mechanism):
+    from dpcore import _core
+    old = _core.set_max_table_cells(2)  # smaller than every column (3, 5, 2 cells) but flag
+    try:
+        code, err = run(synth_args(work, **{"--mechanism": mechanism}), capsys)
+    finally:
+        _core.set_max_table_cells(old)
+    assert_nothing_spent(work, code, err, "above the cell cap 2" if mechanism != "aim"
+                         and mechanism != "mwem" else "max_model_size")
+
+
+def test_pair_beyond_the_cell_cap_stops_mst_before_its_first_third(work, capsys):
+    from dpcore import _core
+    old = _core.set_max_table_cells(20)  # every column fits; the pairs (15 + 6 + 10) do not
+    try:
+        code, err = run(synth_args(work), capsys)
+    finally:
+        _core.set_max_table_cells(old)
+    assert_nothing_spent(work, code, err, "MST's spanning-tree selection needs up to 31 cells")
+
+
+def test_parquet_output_without_a_parquet_engine(work, capsys, monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("pyarrow", "fastparquet")
+                        else real(name, *a))
+    code, err = run(synth_args(work, **{"--out": str(work / "out.parquet")}), capsys)
+    assert_nothing_spent(work, code, err, "writing Parquet needs pyarrow")
+
+
+def test_output_that_cannot_fit_on_the_disk(work, capsys, monkeypatch):
+    import shutil
+    from collections import namedtuple
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 100, 100))
+    code, err = run(synth_args(work, **{"--rows": "17"}), capsys)  # 17 x 3 x 2 = 102 > 100
+    assert_nothing_spent(work, code, err, "need at least 102 bytes, but the disk has 100 free")
+
+
+# ------------------------------------------------------------------ never overwrite what you read
+@pytest.mark.parametrize("overrides, expected", [
+    ({"--out": "{data.csv}"}, "--out '{data.csv}' is the same file as --data"),
+    ({"--result": "{schema.json}"}, "--result '{schema.json}' is the same file as --schema"),
+    ({"--ledger": "{data.csv}"}, "--ledger '{data.csv}' is the same file as --data"),
+    ({"--result": "{out.csv}"}, "--result '{out.csv}' is the same file as --out"),
+    ({"--ledger": "{out.csv}"}, "--ledger '{out.csv}' is the same file as --out"),
+    ({"--out": "{link.csv}"}, "is the same file as --data"),
+    ({"--out": "{hard.csv}"}, "is the same file as --data"),
+    ({"--mechanism": "aim", "--workload": "{w.json}", "--result": "{w.json}"},
+     "is the same file as --workload"),
+])
+def test_an_output_never_replaces_an_input_or_another_output(work, capsys, overrides, expected):
+    import os
+    (work / "w.json").write_text(json.dumps([["color", "flag"]]))
+    os.symlink(work / "data.csv", work / "link.csv")
+    os.link(work / "data.csv", work / "hard.csv")
+    before = {p.name: p.read_bytes() for p in work.iterdir()}
+    def fill(text):
+        for name in list(before) + ["out.csv"]:
+            text = text.replace("{" + name + "}", str(work / name))
+        return text
+
+    code, err = run(synth_args(work, **{k: fill(v) for k, v in overrides.items()}), capsys)
+    assert code == 2 and fill(expected) in err, err
+    assert {p.name: p.read_bytes() for p in work.iterdir()} == before
+
+
+@pytest.mark.parametrize("flag, name", [("--out", "out.csv"), ("--result", "result.json")])
+def test_existing_output_needs_force(work, capsys, flag, name):
+    (work / name).write_text("keep me")
+    code, err = run(synth_args(work, **{flag: str(work / name)}), capsys)
+    assert code == 2 and "already exists" in err and "--force" in err
+    assert (work / name).read_text() == "keep me" and not (work / "ledger.json").exists()
+    assert main(synth_args(work, **{flag: str(work / name)}) + ["--force"]) == 0
+    assert (work / name).read_text() != "keep me"
+
+
+def test_force_never_overwrites_a_ledger(work, capsys):
+    (work / "ledger.json").write_text("precious")
+    code, err = run(synth_args(work) + ["--force"], capsys)
+    assert code == 2 and "refusing to overwrite a record of spent budget" in err
+    assert (work / "ledger.json").read_text() == "precious"
+
+
+def test_schema_infer_never_replaces_its_data_or_an_existing_file(work, capsys):
+    data = work / "data.csv"
+    before = data.read_text()
+    code, err = run(["schema", "infer", str(data), "--out", str(data)], capsys)
+    assert code == 2 and "is the same file as DATA" in err and data.read_text() == before
+    (work / "s2.json").write_text("mine")
+    code, err = run(["schema", "infer", str(data), "--out", str(work / "s2.json")], capsys)
+    assert code == 2 and "--force" in err and (work / "s2.json").read_text() == "mine"
+
+
+# ------------------------------------------------------------------ no debris
+@pytest.mark.parametrize("interrupt, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_interrupted_write_leaves_no_temporaries(work, capsys, monkeypatch, interrupt, status):
+    import os
+    import signal
+
+    import pandas as pd
+
+    real = pd.DataFrame.to_csv
+
+    def to_csv(self, path, *args, **kwargs):
+        real(self.head(3), path, *args, **kwargs)  # a partial temporary file exists now
+        assert any(p.name.endswith(".tmp") for p in work.iterdir())
+        os.kill(os.getpid(), getattr(signal, interrupt))
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+    code, err = run(synth_args(work), capsys)
+    assert code == status and err.splitlines()[-1] in ("dpcore: interrupted", "dpcore: terminated")
+    assert sorted(p.name for p in work.iterdir()) == ["data.csv", "ledger.json", "schema.json"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # main() restored it
+
+
+def test_clean_lists_and_removes_only_dpcore_temporaries(tmp_path, capsys):
+    ours = [".out.csv.ab_cd123.tmp", ".ledger-x1y2z3w4.tmp", ".r.json.abcdefgh.tmp",
+            ".out.csv.12345678.probe"]
+    others = [".hidden.tmp", "notes.tmp", ".out.csv.short.tmp", "out.csv", ".ledger-abc.tmp"]
+    for name in ours + others:
+        (tmp_path / name).write_text("x")
+    assert main(["clean", str(tmp_path)]) == 0  # no TTY, no --yes: list only
+    out = capsys.readouterr().out.split()
+    assert sorted(out) == sorted(str(tmp_path / n) for n in ours)
+    assert all((tmp_path / n).exists() for n in ours)
+    assert main(["clean", str(tmp_path), "--yes"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others)
+    code, err = run(["clean", str(tmp_path / "nosuch")], capsys)
+    assert code == 2 and "is not a directory" in err

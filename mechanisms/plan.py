@@ -1,0 +1,215 @@
+"""The plan step: every argument and every size a run will need, checked before any budget is spent.
+
+A run charges its privacy filter step by step; an error after the first charge wastes budget
+that can never be recovered. So each mechanism has a planner here that takes only public
+inputs (the domain, the budget, the options) and either returns a frozen :class:`Plan` (the
+validated options the mechanism runs with) or raises :class:`InvalidArgumentError` naming the
+argument and the rule. :meth:`mechanisms.synthesizer.Synthesizer.fit_codes` calls it before it
+creates the filter (and so before a ledger file exists), and the CLI calls it before it reads
+the data.
+
+What is checked, and the limits (all public):
+
+* **Marginal tables.** The counting kernel refuses a batch of tables with more than
+  :func:`cell_cap` cells in total (``dpcore._core.max_table_cells()``, 2^30 by default, 8 bytes a
+  cell, at most 2^32 - 1: its cell indices are 32-bit) with ``TableTooLargeError``. Each
+  mechanism's largest batch is bounded from the domain: MST's first private Kruskal step reads
+  every attribute pair at once; an AIM or MWEM selection reads its uncached candidates at once,
+  and every candidate it can pool fits ``max_model_size`` on its own.
+* **Model size.** ``max_model_size`` (MB of 2^20 bytes, 8 bytes a cell) must be finite, > 0 and at
+  most :func:`model_ceiling_mb` (a junction tree no larger than the cell cap), and the first
+  round must have a candidate: AIM's first pool (:func:`mechanisms.aim.first_round_pool`) is
+  non-empty, MWEM's smallest workload marginal fits. Later pools then never empty (they hold
+  the cliques already measured). MWEM without a cap runs with the ceiling as its cap.
+* **Rounds.** An int in [1, :func:`max_rounds`] (AIM: at least the column count, Theorem 1).
+* **Workload.** Known columns, weights finite, >= 0 and not all 0 (``make_workload``).
+* **Rows.** ``rows`` synthetic records of d columns: an int >= 1 with rows x d <= :func:`cell_cap`
+  (the sampler holds an int64 array of that shape).
+* **Seed.** None or an int in [0, 2^64): the junction-tree sampler's seed is a uint64.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from dpcore.errors import InvalidArgumentError
+
+from .workload import downward_closure, make_workload
+
+SEED_LIMIT = 2 ** 64
+# AIM and MWEM: every round is a private selection over the candidates plus a model refit
+# (milliseconds on the smallest domains), and the per-round noise grows as sqrt(T). Past
+# 10^4 rounds (or AIM's default 16 d, if larger) a run takes hours and its measurements are
+# noise; a larger T is almost certainly a typo (--rounds 1e8), refused before any charge.
+MAX_ROUNDS = 10_000
+_BYTES_PER_CELL = 8
+_MB = 2 ** 20
+_AIM_ALPHA = Fraction(9, 10)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run that is known to be feasible: the options the mechanism function gets
+    (``options``, keyword arguments), the synthetic row count and the largest marginal batch
+    (in cells) the run may ask the counting kernel for."""
+
+    mechanism: str
+    rho: Fraction
+    options: Mapping[str, Any] = field(default_factory=dict)
+    rows: int | None = None
+    seed: int | None = None
+    largest_batch_cells: int = 0
+
+
+def cell_cap() -> int:
+    """The most cells one counting batch (or one dense table) may have: the kernel's cap."""
+    from dpcore import _core
+    return min(int(_core.max_table_cells()), int(_core.MAX_CELLS_LIMIT))
+
+
+def model_ceiling_mb() -> float:
+    """The largest ``max_model_size`` (MB) accepted: a junction tree of :func:`cell_cap` cells."""
+    return cell_cap() * _BYTES_PER_CELL / _MB
+
+
+def max_rounds(columns: int) -> int:
+    """Upper bound on AIM's T and MWEM's rounds (see ``MAX_ROUNDS``)."""
+    return max(MAX_ROUNDS, 16 * columns)
+
+
+def check_seed(seed) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise InvalidArgumentError(f"seed must be an int in [0, 2**64) or None, got {seed!r}")
+    if not 0 <= int(seed) < SEED_LIMIT:
+        raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def check_rows(rows, columns: int) -> int | None:
+    """``rows`` synthetic records of ``columns`` columns: None (the model's noisy total) or an
+    int >= 1 whose table (8 bytes a cell) fits the cell cap."""
+    if rows is None:
+        return None
+    if isinstance(rows, bool) or not isinstance(rows, numbers.Integral):
+        raise InvalidArgumentError(f"rows must be an int >= 1 or None, got {rows!r}")
+    rows = int(rows)
+    if rows < 1:
+        raise InvalidArgumentError(f"rows must be >= 1, got {rows}")
+    limit = cell_cap() // max(columns, 1)
+    if rows > limit:
+        raise InvalidArgumentError(f"rows must be <= {limit} for {columns} columns (rows x "
+                                   f"columns <= the cell cap {cell_cap()}, 8 bytes a cell), "
+                                   f"got {rows}")
+    return rows
+
+
+def _check_rounds(rounds, columns: int, least: int) -> int:
+    top = max_rounds(columns)
+    if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or not (
+            least <= rounds <= top):
+        raise InvalidArgumentError(f"rounds must be an int in [{least}, {top}] "
+                                   f"(at most {top}: see mechanisms.plan.MAX_ROUNDS), "
+                                   f"got {rounds!r}")
+    return int(rounds)
+
+
+def _check_model_size(value) -> float:
+    ceiling = model_ceiling_mb()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            math.isfinite(float(value)) and 0 < float(value) <= ceiling):
+        raise InvalidArgumentError(f"max_model_size must be > 0 and <= {ceiling:g} MB (a junction "
+                                   f"tree within the cell cap), got {value!r}")
+    return float(value)
+
+
+def _mb(cells: int) -> float:
+    return cells * _BYTES_PER_CELL / _MB
+
+
+def _check_batch(cells: int, what: str, advice: str) -> int:
+    cap = cell_cap()
+    if cells > cap:
+        raise InvalidArgumentError(f"{what} needs up to {cells} cells of marginal tables at once, "
+                                   f"above the cell cap {cap} (8 bytes a cell); {advice}")
+    return cells
+
+
+def _largest_oneway(domain) -> int:
+    return max((domain.size((a,)) for a in domain.attrs), default=1)
+
+
+def _workload(domain, workload):
+    work = make_workload(domain, workload)
+    if not work:
+        raise InvalidArgumentError("workload must name at least one marginal, got an empty "
+                                   "workload")
+    return work
+
+
+def plan_aim(domain, rho, *, workload="all-3way", max_model_size=80.0, rounds=None,
+             rows=None, seed=None) -> Plan:
+    """AIM (``mechanisms.aim.aim``) on ``domain`` with budget ``rho``, checked (module docstring)."""
+    from .aim import first_round_pool
+    d, rho = len(domain), Fraction(rho)
+    work = _workload(domain, workload)
+    size = _check_model_size(max_model_size)
+    T = 16 * d if rounds is None else _check_rounds(rounds, d, d)
+    candidates = downward_closure([c for c, _ in work])
+    if not first_round_pool(domain, candidates, rho, T, _AIM_ALPHA, size):
+        raise InvalidArgumentError(f"max_model_size {size:g} MB is too small: AIM's first round "
+                                   f"would have no candidate (the 1-way model does not fit "
+                                   f"the round's share of it)")
+    poolable = [r for r in candidates if len(r) > 1 and _mb(domain.size(r)) <= size]
+    batch = max(_largest_oneway(domain), sum(domain.size(r) for r in poolable))
+    _check_batch(batch, "an AIM selection", "lower --max-model-size or use a smaller workload")
+    options = {"workload": work, "max_model_size": size, "rounds": T}
+    return Plan("aim", rho, MappingProxyType(options), check_rows(rows, d), check_seed(seed),
+                batch)
+
+
+def plan_mwem(domain, rho, *, workload="all-3way", max_model_size=None, rounds=None,
+              rows=None, seed=None) -> Plan:
+    """MWEM+PGM (``mechanisms.mwem.mwem``), checked; without a cap it runs with the ceiling."""
+    d, rho = len(domain), Fraction(rho)
+    work = _workload(domain, workload)
+    size = model_ceiling_mb() if max_model_size is None else _check_model_size(max_model_size)
+    T = 10 if rounds is None else _check_rounds(rounds, d, 1)
+    cliques = [c for c, _ in work]
+    smallest = min(domain.size(c) for c in cliques)
+    if _mb(smallest) > size:
+        raise InvalidArgumentError(f"max_model_size {size:g} MB is too small: MWEM's first round "
+                                   f"would have no candidate (the smallest workload marginal "
+                                   f"needs {_mb(smallest):.3g} MB)")
+    batch = sum(domain.size(c) for c in cliques if _mb(domain.size(c)) <= size)
+    _check_batch(max(batch, _largest_oneway(domain)), "an MWEM selection",
+                 "lower --max-model-size or use a smaller workload")
+    options = {"workload": work, "max_model_size": size, "rounds": T}
+    return Plan("mwem", rho, MappingProxyType(options), check_rows(rows, d), check_seed(seed),
+                batch)
+
+
+def plan_mst(domain, rho, *, rows=None, seed=None) -> Plan:
+    """MST (``mechanisms.mst.mst``), checked: its first Kruskal step reads every pair at once."""
+    attrs = list(domain.attrs)
+    pairs = sum(domain.size((a, b)) for i, a in enumerate(attrs) for b in attrs[i + 1:])
+    batch = _check_batch(max(pairs, _largest_oneway(domain)), "MST's spanning-tree selection",
+                         "coarsen the schema (fewer categories or bins)")
+    return Plan("mst", Fraction(rho), MappingProxyType({}), check_rows(rows, len(domain)),
+                check_seed(seed), batch)
+
+
+def plan_independent(domain, rho, *, rows=None, seed=None) -> Plan:
+    """Independent (``mechanisms.independent.independent``), checked."""
+    batch = _check_batch(_largest_oneway(domain), "a 1-way marginal",
+                         "coarsen the schema (fewer categories or bins)")
+    return Plan("independent", Fraction(rho), MappingProxyType({}),
+                check_rows(rows, len(domain)), check_seed(seed), batch)
+
+
+PLANNERS = {"aim": plan_aim, "mst": plan_mst, "mwem": plan_mwem, "independent": plan_independent}

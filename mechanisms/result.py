@@ -66,6 +66,9 @@ class Timer:
 
 ProgressCallback = Callable[[RoundRecord], None]
 
+# The default synthetic row count is the model's noisy total, at most this many rows.
+DEFAULT_MAX_ROWS = 10 ** 7
+
 
 def synthesize(model, rows: int | None, method: str, seed) -> Any:
     """Sample the synthetic dataset: ``rows`` records, or the model's noisy total when None.
@@ -73,7 +76,11 @@ def synthesize(model, rows: int | None, method: str, seed) -> Any:
     Post-processing of the fitted model: it reads no data and costs no budget.
     """
     if rows is None:
-        rows = max(1, int(round(model.total)))
+        # The noisy total can be absurd at a tiny epsilon (1e24 was seen): clamp it
+        # (post-processing of a private value). Ask for more rows explicitly with `rows`.
+        from .plan import cell_cap
+        cap = min(DEFAULT_MAX_ROWS, max(1, cell_cap() // len(model.domain)))
+        rows = min(max(1, int(round(model.total))), cap)
     return model.synthetic_data(rows, method=method, seed=seed)
 
 

@@ -21,6 +21,10 @@ _LOG_ZERO = -700.0
 
 def project_to_simplex(v: np.ndarray, total: float) -> np.ndarray:
     """Euclidean projection of ``v`` onto ``{q >= 0, sum q = total}`` (sort-based, exact)."""
+    # The projection is invariant to shifting v by a constant; shifting by max(v) keeps the
+    # largest entry at 0, so noisy counts far below `total` (e.g. -1e71 at a tiny epsilon)
+    # cannot absorb `total` in rounding and leave no positive entry.
+    v = np.asarray(v, dtype=np.float64) - np.max(v)
     u = np.sort(v)[::-1]
     css = np.cumsum(u) - total
     k = np.arange(1, v.size + 1)

@@ -29,8 +29,12 @@ def binned(draws: np.ndarray, hi: int) -> np.ndarray:
     return np.bincount(np.clip(draws, -hi, hi) + hi, minlength=2 * hi + 1)
 
 
+def key(seed: int) -> bytes:
+    return seed.to_bytes(32, "little")
+
+
 def core_draws(sigma_sq: Fraction, n: int, seed: int) -> np.ndarray:
-    return _core.discrete_gaussian(sigma_sq.numerator, sigma_sq.denominator, n, seed)
+    return _core.discrete_gaussian(sigma_sq.numerator, sigma_sq.denominator, n, key(seed))
 
 
 @pytest.mark.parametrize("sigma_sq", [Fraction(1, 3), Fraction(7, 3), Fraction(400),
@@ -62,17 +66,21 @@ def test_core_matches_exact_pmf(sigma_sq):
 
 
 def test_reproducible_and_typed_errors():
-    a = _core.discrete_gaussian(7, 3, 100, 9)
-    assert a.dtype == np.int64 and np.array_equal(a, _core.discrete_gaussian(7, 3, 100, 9))
-    assert _core.discrete_gaussian(7, 3, 0, 9).shape == (0,)
-    assert _core.discrete_gaussian(7, 3, 5).shape == (5,)  # OS-entropy seed
+    a = _core.discrete_gaussian(7, 3, 100, key(9))
+    assert a.dtype == np.int64 and np.array_equal(a, _core.discrete_gaussian(7, 3, 100, key(9)))
+    assert not np.array_equal(a, _core.discrete_gaussian(7, 3, 100, key(9), nonce=1))
+    assert _core.discrete_gaussian(7, 3, 0, key(9)).shape == (0,)
     with pytest.raises(InvalidArgumentError, match="num >= 1"):
-        _core.discrete_gaussian(0, 3, 5, 1)
+        _core.discrete_gaussian(0, 3, 5, key(1))
     with pytest.raises(InvalidArgumentError, match="must be in \\[0, 2\\^64\\)"):
-        _core.discrete_gaussian(-1, 3, 5, 1)
+        _core.discrete_gaussian(-1, 3, 5, key(1))
     with pytest.raises(InvalidArgumentError, match="2\\^128"):
-        _core.discrete_gaussian(2**64 - 1, 1, 5, 1)
+        _core.discrete_gaussian(2**64 - 1, 1, 5, key(1))
     with pytest.raises(InvalidArgumentError, match="count must be >= 0"):
-        _core.discrete_gaussian(1, 1, -5, 1)
+        _core.discrete_gaussian(1, 1, -5, key(1))
     with pytest.raises(DpcoreTypeError, match="must be an integer"):
-        _core.discrete_gaussian(1.5, 1, 5, 1)
+        _core.discrete_gaussian(1.5, 1, 5, key(1))
+    with pytest.raises(InvalidArgumentError, match="key must be 32 bytes, got 31"):
+        _core.discrete_gaussian(1, 1, 5, bytes(31))
+    with pytest.raises(DpcoreTypeError, match="key must be 32 bytes, got int"):
+        _core.discrete_gaussian(1, 1, 5, 7)

@@ -270,11 +270,10 @@ def exact_exponential_mechanism(scores, epsilon, sensitivity, rng=None) -> int:
     epsilon = Fraction(num.positive("epsilon", epsilon))
     sensitivity = Fraction(num.positive("sensitivity", sensitivity))
     _check_source(rng)
-    if isinstance(scores, np.ndarray) and scores.ndim != 1:
-        raise InvalidArgumentError(f"scores must be a non-empty 1-D sequence, got shape {scores.shape}")
+    shape = np.shape(scores)
+    if len(shape) != 1 or shape[0] == 0:
+        raise InvalidArgumentError(f"scores must be a non-empty 1-D sequence, got shape {shape}")
     q = [Fraction(num.finite(f"scores[{i}]", v)) for i, v in enumerate(scores)]
-    if not q:
-        raise InvalidArgumentError("scores must be a non-empty 1-D sequence, got none")
     # gamma_r = p_r / den with integers: scale every score by the common denominator.
     common = math.lcm(*(v.denominator for v in q))
     ints = [v.numerator * (common // v.denominator) for v in q]

@@ -9,6 +9,7 @@ sampler swapped into the curator's selection in this benchmark's child process. 
 (mechanism, path) is one run in its own child process (same data, seed, budget and workload
 as bench/dpcore_run.py: all 3-way marginals for AIM, MST with compression); we report the
 child's CPU seconds for the mechanism call and the CPU seconds spent inside the samplers.
+The data come from bench/common.py's DATA_ROOT (``DPCORE_BENCH_DATA`` overrides it).
 """
 from __future__ import annotations
 
@@ -110,7 +111,13 @@ def main() -> int:
                      f"{r['measurements']} | {ratio} |")
     lines += ["", "The two paths draw different noise, so the runs take different adaptive paths "
               "(different selections and model sizes); the sampler columns isolate the cost of the "
-              "samplers themselves.", ""]
+              "samplers themselves:", ""]
+    for mechanism in args.mechanisms:
+        f, e = ({r["path"]: r for r in rows if r["mechanism"] == mechanism}[p] for p in ("float", "exact"))
+        fs, es = f["noise_cpu"] + f["select_cpu"], e["noise_cpu"] + e["select_cpu"]
+        lines.append(f"- {mechanism}: samplers {es:.3f} CPU s exact vs {fs:.3f} float, "
+                     f"{100 * es / e['cpu']:.1f} % of the exact run.")
+    lines.append("")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         f.write("\n".join(lines))

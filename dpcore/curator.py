@@ -170,8 +170,8 @@ class Curator:
         public values is post-processing of public values, so it costs nothing), and q_r is
         then computed exactly in integers. Sensitivity, exactly: adding or removing one record
         changes one cell of M_r(D) by 1 (integer counts, exact on the grid) or by its weight
-        d <= 1 (weighted records; cells are floored onto the grid, and
-        floor(x + d) - floor(x) <= ceil(d) <= 1 in grid units scaled by SCORE_GRID), so
+        d <= 1 (weighted records; cells are floored onto the grid, and with G = SCORE_GRID,
+        0 <= floor(G (x + d)) - floor(G x) <= ceil(G d) <= G), so
         ||M_r(D) − ref_r||₁ changes by at most 1 (triangle inequality) and q_r by at most the
         rounded w_r: Δ = max_r w_r over the *rounded* weights, which is what is charged
         (AIM paper Sec. 4, Eq. 1; proofs/exact_sampling.py). Weighted marginals are summed in
@@ -190,7 +190,7 @@ class Curator:
         top = max(grid_w)
         if top <= 0:
             raise InvalidArgumentError(
-                f"weights must have a maximum >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
+                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
         delta = top / SCORE_GRID  # exact: a dyadic rational of < 53 bits
         grid_pen = self._grid("penalties", self._vector("penalties", penalties, k, 0.0))
         if len(reference) != k:

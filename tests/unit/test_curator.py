@@ -199,7 +199,7 @@ def test_select_rounds_public_inputs_to_the_grid_and_charges_the_rounded_sensiti
     assert entry.event.sensitivity == delta
     with pytest.raises(InvalidArgumentError, match=r"reference\[0\] must be below 2\^40"):
         curator.select([("a",)], [np.full(2, 2.0 ** 41)], 1.0)
-    with pytest.raises(InvalidArgumentError, match="maximum >= 1/1048576"):
+    with pytest.raises(InvalidArgumentError, match="maximum that rounds to >= 1/1048576"):
         curator.select([("a",)], [np.zeros(2)], 1.0, weights=[1e-9])
     assert len(curator.privacy_filter.ledger.entries) == 1
 

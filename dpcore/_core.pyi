@@ -120,5 +120,5 @@ def sample_group(
 
 # -- exact noise (bind_noise.cpp) ------------------------------------------------------------
 def discrete_gaussian(
-    sigma_sq_num: int, sigma_sq_den: int, count: int, seed: int | None = None
+    sigma_sq_num: int, sigma_sq_den: int, count: int, key: bytes, nonce: int = 0
 ) -> npt.NDArray[np.int64]: ...

@@ -4,8 +4,10 @@ A :class:`Curator` owns a dataset and a :class:`~dpcore.accounting.PrivacyFilter
 exactly two data-dependent releases, each charged to the filter (and so written to the ledger,
 which the filter saves) *before* the data is read and before any randomness is drawn:
 
-* :meth:`Curator.measure` — a marginal plus Gaussian (or exact discrete Gaussian) noise;
-* :meth:`Curator.select` — the exponential mechanism over AIM-style L1 quality scores.
+* :meth:`Curator.measure` — a marginal plus exact discrete Gaussian noise (float Gaussian
+  noise only when asked, or for weighted records);
+* :meth:`Curator.select` — the exact exponential mechanism over AIM-style L1 quality scores,
+  computed exactly on a fixed-point grid.
 
 Nothing else returns a value that depends on the records: no record count, no exact marginal.
 The domain is public. Conventions: neighbouring datasets differ by adding or removing one
@@ -25,14 +27,19 @@ import numpy as np
 from dpcore.accounting import ExponentialEvent, GaussianEvent, ZCDPEvent
 from dpcore.accounting._numbers import round_cost_down
 from dpcore.accounting.noise import (
-    discrete_gaussian,
-    exponential_mechanism,
+    discrete_gaussian_noise,
+    exact_exponential_mechanism,
     gaussian_noise,
     make_rng,
 )
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
-__all__ = ["Curator"]
+__all__ = ["Curator", "SCORE_GRID"]
+
+#: Public selection inputs (reference vectors, weights, penalties) are rounded to multiples of
+#: 1/SCORE_GRID before scoring, so quality scores are exact rationals (see Curator.select).
+SCORE_GRID = 2 ** 20
+_SCORE_LIMIT = 2 ** 40  # |public value| and |cell| below this keep grid integers < 2^60
 
 
 def _positive_finite(name: str, value) -> float:
@@ -47,8 +54,9 @@ def _positive_finite(name: str, value) -> float:
 class Curator:
     """Owns the sensitive records and the privacy filter; releases only charged answers.
 
-    ``seed`` fixes the noise generator for reproducible runs; without it the generator is
-    seeded from OS entropy (``dpcore.accounting.noise.make_rng``).
+    ``seed`` fixes the noise generator for reproducible runs; without it the exact samplers
+    draw from the OS CSPRNG (ChaCha20 keys from ``secrets``, ``os.urandom`` bits) and the
+    float path's generator is seeded from OS entropy (``dpcore.accounting.noise.make_rng``).
     """
 
     def __init__(self, dataset, privacy_filter, *, seed=None):
@@ -69,6 +77,8 @@ class Curator:
         self.__cache: dict[tuple[str, ...], np.ndarray] = {}
         self._filter = privacy_filter
         self._rng = make_rng(seed)
+        # The exact samplers' source: the seeded generator (reproducible), else None = CSPRNG.
+        self._exact_rng = None if seed is None else self._rng
         self._domain = dataset.domain
         self._integral = weights is None
         self._reads = 0
@@ -114,42 +124,59 @@ class Curator:
         view.__cache = {}
         view._filter = self._filter
         view._rng = self._rng
+        view._exact_rng = self._exact_rng
         view._domain = type(self._domain)(self._domain.attrs, tuple(sizes[a] for a in self._domain.attrs))
         view._integral = self._integral
         view._reads = 0
         return view
 
     # ------------------------------------------------------------------ charged releases
-    def measure(self, attrs, sigma, *, discrete: bool = False) -> np.ndarray:
+    def measure(self, attrs, sigma, *, discrete: bool | None = None) -> np.ndarray:
         """Noisy marginal on ``attrs``: M_r(D) + noise, flat in the domain's cell order.
 
-        Privacy: Gaussian mechanism on a sensitivity-1 query, rho = 1 / (2 sigma^2) (AIM paper
-        Prop. 1; proofs/gaussian.py). With ``discrete=True`` the noise is the exact discrete
-        Gaussian with variance parameter sigma^2 taken as an exact rational from the float sigma,
-        which has the same zCDP cost (Canonne, Kamath, Steinke 2020; proofs/discrete_gaussian.py).
+        Privacy: Gaussian mechanism on a sensitivity-1 query, charged as
+        ``GaussianEvent(sigma, 1)``: rho = 1 / (2 sigma^2) (AIM paper Prop. 1;
+        proofs/gaussian.py). ``discrete=None`` (default) adds the exact discrete Gaussian when
+        the counts are integers (no record weights) and float Gaussian noise otherwise;
+        ``discrete=True`` insists on the exact noise (an error for weighted records),
+        ``discrete=False`` asks for the float path. The discrete noise has variance parameter
+        s^2 >= sigma^2 (``dpcore.accounting.noise.discrete_variance``), so its cost
+        1/(2 s^2) is at most the charge (CKS 2020; proofs/discrete_gaussian.py,
+        proofs/exact_sampling.py). The ledger's ``what["noise"]`` says which noise was used.
         The charge is made before the data is read; a refused charge raises
         ``BudgetExceededError`` and reads nothing.
         """
         clique = self._clique(attrs, "attrs")
         sigma = _positive_finite("sigma", sigma)
+        if discrete is not None and not isinstance(discrete, (bool, np.bool_)):
+            raise DpcoreTypeError(f"discrete must be True, False or None, got {type(discrete).__name__}")
         if discrete and not self._integral:
             raise InvalidArgumentError("discrete=True needs integer counts; the dataset has record weights")
+        discrete = self._integral if discrete is None else bool(discrete)
         event = GaussianEvent(sigma, 1)
         self._filter.charge(event, what={"release": "marginal", "attrs": list(clique),
                                          "noise": "discrete_gaussian" if discrete else "gaussian"})
         (true,) = self._read([clique])
         if discrete:
-            noise = discrete_gaussian(Fraction(sigma) ** 2, true.size, self._rng)
-            return true + np.asarray(noise, dtype=np.float64)
+            return true + discrete_gaussian_noise(sigma, true.size, self._exact_rng).astype(np.float64)
         return true + gaussian_noise(sigma, true.size, self._rng)
 
     def select(self, candidates, reference, epsilon, *, weights=None, penalties=None) -> int:
-        """Exponential mechanism: index of one candidate, Pr[r] ∝ exp(ε q_r / (2Δ)).
+        """Exponential mechanism: index of one candidate, Pr[r] ∝ exp(ε q_r / (2Δ)), sampled
+        exactly (``dpcore.accounting.noise.exact_exponential_mechanism``).
 
         q_r = w_r (||M_r(D) − reference_r||₁ − penalty_r) with public ``reference`` vectors
         (e.g. the current model's marginals), weights w_r >= 0 (default 1) and penalties
-        (default 0). Δ = max_r w_r: ||M_r(D) − ref||₁ changes by at most 1 when one record is
-        added or removed, so q_r has sensitivity w_r (AIM paper Sec. 4, Eq. 1).
+        (default 0). The public inputs are first rounded to the grid 1/SCORE_GRID (rounding
+        public values is post-processing of public values, so it costs nothing), and q_r is
+        then computed exactly in integers. Sensitivity, exactly: adding or removing one record
+        changes one cell of M_r(D) by 1 (integer counts, exact on the grid) or by its weight
+        d <= 1 (weighted records; cells are floored onto the grid, and with G = SCORE_GRID,
+        0 <= floor(G (x + d)) - floor(G x) <= ceil(G d) <= G), so
+        ||M_r(D) − ref_r||₁ changes by at most 1 (triangle inequality) and q_r by at most the
+        rounded w_r: Δ = max_r w_r over the *rounded* weights, which is what is charged
+        (AIM paper Sec. 4, Eq. 1; proofs/exact_sampling.py). Weighted marginals are summed in
+        float64 by the marginal kernel; that rounding is outside this argument.
         Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential_mechanism.py), charged first.
         """
         cliques = [self._clique(c, f"candidates[{i}]") for i, c in enumerate(candidates)]
@@ -160,10 +187,13 @@ class Curator:
         w = self._vector("weights", weights, k, 1.0)
         if w.min() < 0:
             raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
-        delta = float(w.max())
-        if delta <= 0:
-            raise InvalidArgumentError("weights must have a positive maximum (sensitivity), got 0")
-        pen = self._vector("penalties", penalties, k, 0.0)
+        grid_w = self._grid("weights", w)
+        top = max(grid_w)
+        if top <= 0:
+            raise InvalidArgumentError(
+                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
+        delta = top / SCORE_GRID  # exact: a dyadic rational of < 53 bits
+        grid_pen = self._grid("penalties", self._vector("penalties", penalties, k, 0.0))
         if len(reference) != k:
             raise InvalidArgumentError(f"reference must hold {k} vectors (one per candidate), got {len(reference)}")
         refs = []
@@ -172,14 +202,16 @@ class Curator:
             if ref.size != self._domain.size(clique) or not np.all(np.isfinite(ref)):
                 raise InvalidArgumentError(
                     f"reference[{i}] must be {self._domain.size(clique)} finite values, got {ref.size}")
-            refs.append(ref)
+            refs.append(self._grid_array(f"reference[{i}]", ref))
         event = ExponentialEvent(epsilon, delta)
         self._filter.charge(event, what={"release": "selection", "candidates": len(cliques),
                                          "sensitivity": delta})
         trues = self._read(cliques)
-        scores = np.array([np.abs(t - r).sum() for t, r in zip(trues, refs)])
-        scores = w * (scores - pen)
-        return int(exponential_mechanism(scores, epsilon, delta, self._rng))
+        # Scores in units of 1/SCORE_GRID^2: Q_r = W_r (sum |C - R| - P_r), exact integers.
+        scores = [wr * (_l1(np.floor(t * SCORE_GRID), ref) - pr)
+                  for t, ref, wr, pr in zip(trues, refs, grid_w, grid_pen)]
+        # In those units the sensitivity is top * SCORE_GRID; the law is the same.
+        return exact_exponential_mechanism(scores, epsilon, top * SCORE_GRID, self._exact_rng)
 
     def retire(self, reason: str) -> Fraction:
         """Charge the filter's whole remaining budget and release nothing; returns the amount.
@@ -215,6 +247,17 @@ class Curator:
             raise InvalidArgumentError(f"{name} must be {k} finite values, got {v.size}")
         return v
 
+    @staticmethod
+    def _grid(name, values) -> list[int]:
+        """Public values rounded to the nearest multiple of 1/SCORE_GRID, as integer numerators."""
+        return Curator._grid_array(name, values).tolist()
+
+    @staticmethod
+    def _grid_array(name, values) -> np.ndarray:
+        if values.size and np.abs(values).max() >= _SCORE_LIMIT:
+            raise InvalidArgumentError(f"{name} must be below 2^40 in magnitude, got {np.abs(values).max()}")
+        return np.rint(values * SCORE_GRID).astype(np.int64)
+
     def _read(self, cliques):
         """THE sensitive read: exact marginals (flat, domain cell order). Call only after a charge."""
         self._reads += 1
@@ -234,3 +277,14 @@ class Curator:
                 np.add.at(out, codes, moved)
                 values = np.moveaxis(out, 0, axis)
         return values.ravel()
+
+
+def _l1(cells: np.ndarray, ref: np.ndarray) -> int:
+    """sum |cells - ref| exactly, for grid numerators (floats holding integers, int64 ref)."""
+    if cells.size and np.abs(cells).max() >= _SCORE_LIMIT * SCORE_GRID:
+        # A count of 2^40 records or more: exact Python integers instead of int64.
+        return sum(abs(int(c) - int(r)) for c, r in zip(cells.tolist(), ref.tolist()))
+    diff = np.abs(cells.astype(np.int64) - ref)  # each < 2^61
+    if diff.size and int(diff.max()) >= (2 ** 63 - 1) // diff.size:
+        return sum(diff.tolist())
+    return int(diff.sum())

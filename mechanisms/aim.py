@@ -41,7 +41,7 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        round_iters: int = 250, discrete: bool = False) -> MechanismResult:
+        round_iters: int = 250, discrete: bool | None = None) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
     ``workload``: attribute tuples or ``(attrs, weight)`` pairs. ``max_model_size``: MAX-SIZE
@@ -54,8 +54,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     :func:`dpcore.inference.estimate`; each round's refit (warm-started from the last model)
     stops after at most ``round_iters`` iterations, since selection needs only the model's
     shape (post-processing: no effect on privacy), and the final model is refit to convergence
-    after the last round. ``discrete=True`` measures with the
-    exact discrete Gaussian (same zCDP cost; the bounds then rest on its sub-Gaussian tails).
+    after the last round. ``discrete`` goes to :meth:`Curator.measure` (None: the exact
+    discrete Gaussian for integer counts; the bounds then rest on its sub-Gaussian tails).
     """
     timer = Timer()
     domain = curator.domain

@@ -17,10 +17,10 @@ from .result import MechanismResult, RoundRecord, Timer, synthesize
 
 
 def independent(curator, *, synthetic_rows: int | None = None, sample_method: str = "round", seed=None,
-                callback=None, discrete: bool = False) -> MechanismResult:
+                callback=None, discrete: bool | None = None) -> MechanismResult:
     """Measure all 1-way marginals, fit the independent model, sample synthetic records.
 
-    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost)."""
+    ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts)."""
     timer = Timer()
     domain = curator.domain
     if Fraction(curator.privacy_filter.remaining) <= 0:

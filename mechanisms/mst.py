@@ -45,7 +45,7 @@ _TRIPLE_THRESHOLD = 0.1       # Alg. 5 step 4 (on normalised marginals)
 def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calibration: str = "zcdp",
         epsilon=None, delta=None, weights=None, synthetic_rows: int | None = None,
         sample_method: str = "round", seed=None, callback=None, estimate_options=None,
-        discrete: bool = False) -> MechanismResult:
+        discrete: bool | None = None) -> MechanismResult:
     """Run MST (``public=None``) or NIST-MST (``public`` = a public Dataset on the same domain).
 
     ``required_pairs``: attribute pairs always measured (Alg. 6's C). ``compress`` (default on,
@@ -53,7 +53,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     public-data selection): the 3σ domain compression of Alg. 4 from the noisy 1-way marginals. ``calibration``: "zcdp" (split the filter's remaining ρ) or "nist"
     (Eq. 5.1 from ``epsilon``/``delta``, defaulting to the filter's; NIST-MST mode only).
     ``weights``: {clique: weight} for NIST-MST's weighted measurement (Alg. 1, Alg. 5 step 6).
-    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost).
+    ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts).
     """
     timer = Timer()
     domain = curator.domain

@@ -33,12 +33,12 @@ from .workload import make_workload
 
 def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = None, total=None,
          synthetic_rows: int | None = None, sample_method: str = "round", seed=None, callback=None,
-         estimate_options=None, round_iters: int = 250, discrete: bool = False) -> MechanismResult:
+         estimate_options=None, round_iters: int = 250, discrete: bool | None = None) -> MechanismResult:
     """Run MWEM+PGM for ``rounds`` rounds, spending the curator filter's whole remaining budget.
 
     ``max_model_size`` (MB, optional) drops candidates whose addition would make the junction
     tree larger than that. ``total``: a public record count for the uniform p̂_0, if known.
-    ``discrete=True`` measures with the exact discrete Gaussian (same zCDP cost). Each round's
+    ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts). Each round's
     refit stops after at most ``round_iters`` iterations; the final model is refit to
     convergence with ``estimate_options`` (as in :func:`mechanisms.aim.aim`).
     """

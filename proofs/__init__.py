@@ -24,6 +24,7 @@ MODULES = (
     "inverse_conversion",
     "pure_dp",
     "exponential_mechanism",
+    "exact_sampling",
     "nist_mst_calibration",
     "mst_budget",
     "mwem_pgm_budget",

@@ -1,10 +1,10 @@
-// Binding of the exact discrete Gaussian sampler: sigma^2 as an integer pair, a seed (or OS
-// entropy), an int64 numpy array out; the GIL is released while sampling.
+// Binding of the exact discrete Gaussian sampler: sigma^2 as an integer pair, a 32-byte
+// ChaCha20 key (the caller draws it: dpcore.accounting.noise), an int64 numpy array out; the
+// GIL is released while sampling.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 
 #include "dpcore/errors.hpp"
@@ -32,23 +32,35 @@ std::uint64_t as_uint64(py::handle value, const char* what) {
   return out;
 }
 
+dpcore::NoiseKey as_key(py::handle value) {
+  if (!PyBytes_Check(value.ptr())) {
+    py::object cls = py::module_::import("dpcore.errors").attr("DpcoreTypeError");
+    const std::string message = "key must be 32 bytes, got " +
+                                std::string(py::str(value.get_type().attr("__name__")));
+    PyErr_SetString(cls.ptr(), message.c_str());
+    throw py::error_already_set();
+  }
+  const std::string bytes = py::reinterpret_borrow<py::bytes>(value);
+  if (bytes.size() != 32)
+    throw dpcore::InvalidArgument("key must be 32 bytes, got " + std::to_string(bytes.size()));
+  dpcore::NoiseKey key{};
+  for (int i = 0; i < 32; ++i)  // little-endian words, as the RFC reads its key bytes
+    key[i / 8] |= std::uint64_t(static_cast<unsigned char>(bytes[i])) << (8 * (i % 8));
+  return key;
+}
+
 py::array_t<std::int64_t> discrete_gaussian(py::handle num, py::handle den, std::int64_t count,
-                                            py::handle seed) {
+                                            py::handle key_bytes, py::handle nonce_value) {
   const std::uint64_t n = as_uint64(num, "sigma_sq_num");
   const std::uint64_t d = as_uint64(den, "sigma_sq_den");
-  std::uint64_t s;
-  if (seed.is_none()) {
-    std::random_device entropy;  // the OS entropy source on Linux
-    s = (std::uint64_t(entropy()) << 32) ^ std::uint64_t(entropy());
-  } else {
-    s = as_uint64(seed, "seed");
-  }
+  const dpcore::NoiseKey key = as_key(key_bytes);
+  const std::uint64_t nonce = as_uint64(nonce_value, "nonce");
   if (count < 0) throw dpcore::InvalidArgument("count must be >= 0, got " + std::to_string(count));
   py::array_t<std::int64_t> out(count);
   std::int64_t* data = out.mutable_data();
   {
     py::gil_scoped_release release;
-    dpcore::discrete_gaussian(n, d, count, s, data);
+    dpcore::discrete_gaussian(n, d, count, key, nonce, data);
   }
   return out;
 }
@@ -57,9 +69,9 @@ py::array_t<std::int64_t> discrete_gaussian(py::handle num, py::handle den, std:
 
 void bind_noise(py::module_& m) {
   m.def("discrete_gaussian", &discrete_gaussian, py::arg("sigma_sq_num"),
-        py::arg("sigma_sq_den"), py::arg("count"), py::arg("seed") = py::none(),
+        py::arg("sigma_sq_den"), py::arg("count"), py::arg("key"), py::arg("nonce") = 0,
         "Exact i.i.d. draws of the discrete Gaussian N_Z(0, num/den) as an int64 array\n"
-        "(Canonne-Kamath-Steinke 2020, Alg. 1-3, integer arithmetic). seed=None draws the\n"
-        "seed from OS entropy. The range limit: 2 * num * den * (floor(sqrt(num/den)) + 1)^2\n"
-        "< 2^128 after reducing num/den.");
+        "(Canonne-Kamath-Steinke 2020, Alg. 1-3, integer arithmetic), from the ChaCha20\n"
+        "keystream of a 32-byte key and a 64-bit nonce (never reuse a pair). The range\n"
+        "limit: 2 * num * den * (floor(sqrt(num/den)) + 1)^2 < 2^128 after reducing num/den.");
 }

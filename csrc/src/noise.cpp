@@ -1,9 +1,8 @@
 // Exact discrete Gaussian sampling (CKS20 Algorithms 1-3; see noise.hpp). Rationals are
-// carried as integer pairs; Bernoulli(p/q) is "a uniform integer below q is below p".
+// carried as integer pairs; Bernoulli(p/q) is "a uniform integer below q is below p". The
+// uniform bits are the ChaCha20 keystream (RFC 8439).
 #include "dpcore/noise.hpp"
 
-#include <limits>
-#include <random>
 #include <string>
 
 #include "dpcore/errors.hpp"
@@ -15,15 +14,32 @@ __extension__ typedef unsigned __int128 u128;
 constexpr u128 kU128Max = ~u128(0);
 constexpr std::uint64_t kMaxLaplace = std::uint64_t(1) << 62;
 
-// Uniform bits from std::mt19937_64 (whose output the standard fixes), consumed exactly.
+std::uint32_t rotl(std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+void quarter_round(std::uint32_t* s, int a, int b, int c, int d) {  // RFC 8439 Sec. 2.1
+  s[a] += s[b]; s[d] ^= s[a]; s[d] = rotl(s[d], 16);
+  s[c] += s[d]; s[b] ^= s[c]; s[b] = rotl(s[b], 12);
+  s[a] += s[b]; s[d] ^= s[a]; s[d] = rotl(s[d], 8);
+  s[c] += s[d]; s[b] ^= s[c]; s[b] = rotl(s[b], 7);
+}
+
+// Uniform bits from the ChaCha20 keystream of (key, nonce), consumed exactly: 64-bit words
+// (two keystream words, little-endian), oldest unused bits first.
 class RandomBits {
  public:
-  explicit RandomBits(std::uint64_t seed) : engine_(seed) {}
+  RandomBits(const NoiseKey& key, std::uint64_t nonce) {
+    for (int i = 0; i < 4; ++i) {
+      key_[2 * i] = static_cast<std::uint32_t>(key[i]);
+      key_[2 * i + 1] = static_cast<std::uint32_t>(key[i] >> 32);
+    }
+    nonce_[1] = static_cast<std::uint32_t>(nonce);
+    nonce_[2] = static_cast<std::uint32_t>(nonce >> 32);
+  }
 
   std::uint64_t bits(int k) {  // k in [1, 64]; the oldest unused bits come first
     u128 buffer = word_;
     if (avail_ < k) {
-      buffer |= u128(engine_()) << avail_;
+      buffer |= u128(next_word()) << avail_;
       avail_ += 64;
     }
     const u128 mask = (u128(1) << k) - 1;
@@ -52,7 +68,24 @@ class RandomBits {
   }
 
  private:
-  std::mt19937_64 engine_;
+  std::uint64_t next_word() {
+    if (used_ == 8) {
+      // 64-bit block counter: the RFC's counter word, then nonce word 0 (2^64 blocks never run out).
+      block_ = chacha20_block(key_, static_cast<std::uint32_t>(counter_),
+                              {static_cast<std::uint32_t>(counter_ >> 32), nonce_[1], nonce_[2]});
+      ++counter_;
+      used_ = 0;
+    }
+    const std::uint64_t w = std::uint64_t(block_[2 * used_]) | (std::uint64_t(block_[2 * used_ + 1]) << 32);
+    ++used_;
+    return w;
+  }
+
+  std::array<std::uint32_t, 8> key_{};
+  std::array<std::uint32_t, 3> nonce_{};
+  std::array<std::uint32_t, 16> block_{};
+  std::uint64_t counter_ = 0;
+  int used_ = 8;
   std::uint64_t word_ = 0;
   int avail_ = 0;
 };
@@ -156,8 +189,31 @@ std::uint64_t isqrt(std::uint64_t n) {  // floor(sqrt(n)), exactly
 
 }  // namespace
 
+std::array<std::uint32_t, 16> chacha20_block(const std::array<std::uint32_t, 8>& key,
+                                             std::uint32_t counter,
+                                             const std::array<std::uint32_t, 3>& nonce) {
+  // RFC 8439 Sec. 2.3: constants, key, counter, nonce; 20 rounds; add the input state.
+  std::array<std::uint32_t, 16> init{0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+  for (int i = 0; i < 8; ++i) init[4 + i] = key[i];
+  init[12] = counter;
+  for (int i = 0; i < 3; ++i) init[13 + i] = nonce[i];
+  std::array<std::uint32_t, 16> s = init;
+  for (int round = 0; round < 10; ++round) {
+    quarter_round(s.data(), 0, 4, 8, 12);
+    quarter_round(s.data(), 1, 5, 9, 13);
+    quarter_round(s.data(), 2, 6, 10, 14);
+    quarter_round(s.data(), 3, 7, 11, 15);
+    quarter_round(s.data(), 0, 5, 10, 15);
+    quarter_round(s.data(), 1, 6, 11, 12);
+    quarter_round(s.data(), 2, 7, 8, 13);
+    quarter_round(s.data(), 3, 4, 9, 14);
+  }
+  for (int i = 0; i < 16; ++i) s[i] += init[i];
+  return s;
+}
+
 void discrete_gaussian(std::uint64_t num, std::uint64_t den, std::int64_t count,
-                       std::uint64_t seed, std::int64_t* out) {
+                       const NoiseKey& key, std::uint64_t nonce, std::int64_t* out) {
   if (num == 0 || den == 0)
     throw InvalidArgument("sigma^2 = num/den must have num >= 1 and den >= 1, got " +
                           std::to_string(num) + "/" + std::to_string(den));
@@ -175,7 +231,7 @@ void discrete_gaussian(std::uint64_t num, std::uint64_t den, std::int64_t count,
   if (overflow)
     throw InvalidArgument("sigma^2 = " + std::to_string(a) + "/" + std::to_string(b) +
                           " is outside the exact range: 2 * num * den * t^2 must be < 2^128");
-  RandomBits src(seed);
+  RandomBits src(key, nonce);
   for (std::int64_t i = 0; i < count; ++i) {
     while (true) {
       // CKS20 Alg. 3: accept a discrete Laplace(t) proposal y with probability
@@ -198,10 +254,11 @@ void discrete_gaussian(std::uint64_t num, std::uint64_t den, std::int64_t count,
 }
 
 std::vector<std::int64_t> discrete_gaussian(std::uint64_t num, std::uint64_t den,
-                                            std::int64_t count, std::uint64_t seed) {
+                                            std::int64_t count, const NoiseKey& key,
+                                            std::uint64_t nonce) {
   if (count < 0) throw InvalidArgument("count must be >= 0, got " + std::to_string(count));
   std::vector<std::int64_t> out(static_cast<std::size_t>(count));
-  discrete_gaussian(num, den, count, seed, out.data());
+  discrete_gaussian(num, den, count, key, nonce, out.data());
   return out;
 }
 

@@ -4,15 +4,25 @@
   (``secrets``) unless the caller asks for reproducibility with an explicit seed.
 * :func:`gaussian_noise` — continuous N(0, sigma^2) from NumPy. Floating-point samplers leak
   through their low-order bits (Mironov 2012; Jin et al. 2022); for integer-valued queries
-  (counts) prefer :func:`discrete_gaussian`, which has the same zCDP cost.
+  (counts) prefer :func:`discrete_gaussian_noise`, which costs at most the same.
+* :func:`discrete_gaussian_noise` — the default for counts: the exact discrete Gaussian in C++
+  (``dpcore._core.discrete_gaussian``, ChaCha20 bits) with variance parameter s^2 >= sigma^2.
 * :func:`discrete_gaussian` — the exact sampler of Canonne, Kamath & Steinke 2020 (Alg. 1-3)
   in integer/rational arithmetic: no floating point anywhere in the sampling path. It is the
-  reference oracle for compiled versions.
-* :func:`exponential_mechanism` — the exponential mechanism by the Gumbel-max trick.
+  reference oracle for the compiled version (and its fallback outside the compiled range).
+* :func:`exact_exponential_mechanism` — the exponential mechanism for exact rational scores,
+  by rejection with exact Bernoulli(exp(-gamma)) trials: the default selection sampler.
+* :func:`exponential_mechanism` — the float version by the Gumbel-max trick (kept for
+  comparison; its Gumbel draws are bounded, so far-off candidates get probability 0).
+
+The exact samplers take ``rng``: a NumPy ``Generator`` for reproducible draws (a fixed seed),
+or None for the OS CSPRNG (``secrets`` / ``os.urandom``), which a release without a fixed seed
+should use: PCG64 is not a cryptographic generator.
 """
 from __future__ import annotations
 
 import math
+import os
 import secrets
 from fractions import Fraction
 
@@ -60,8 +70,14 @@ def gaussian_noise(sigma, size, rng) -> np.ndarray:
 # Everything below works on Python integers: a rational parameter p/q is carried as the pair
 # (p, q), and Bernoulli(p/q) compares a uniform integer in [0, q) with p.
 
+def _check_source(rng):
+    """``rng`` for an exact sampler: None (the OS CSPRNG) or a NumPy Generator."""
+    return None if rng is None else _check_rng(rng)
+
+
 class _Bits:
-    """Uniform random bits from a NumPy generator, buffered 64 bits at a time."""
+    """Uniform random bits, buffered 64 bits at a time: from a NumPy generator, or from the
+    OS CSPRNG (``os.urandom``) when ``rng`` is None."""
 
     __slots__ = ("_rng", "_words", "_word", "_avail")
 
@@ -71,10 +87,15 @@ class _Bits:
         self._word = 0
         self._avail = 0
 
+    def _refill(self) -> list[int]:
+        if self._rng is None:
+            return np.frombuffer(os.urandom(8 * 64), dtype="<u8").tolist()
+        return self._rng.integers(0, 2 ** 64, size=512, dtype=np.uint64).tolist()
+
     def bits(self, k: int) -> int:
         while self._avail < k:
             if not self._words:
-                self._words = self._rng.integers(0, 2 ** 64, size=512, dtype=np.uint64).tolist()
+                self._words = self._refill()
             self._word |= self._words.pop() << self._avail
             self._avail += 64
         out = self._word & ((1 << k) - 1)
@@ -150,13 +171,13 @@ def discrete_gaussian(sigma_sq, size, rng) -> np.ndarray:
 
     ``sigma_sq`` is an int, a Fraction, or a float taken at its exact binary value (keep it
     rational, e.g. ``Fraction(3, 2) / rho``, so that the charged cost is exactly the one you
-    meant). Privacy: Delta^2/(2 sigma_sq)-zCDP for integer queries of L2 sensitivity Delta
+    meant). ``rng`` is a NumPy Generator, or None for the OS CSPRNG. Privacy: Delta^2/(2 sigma_sq)-zCDP for integer queries of L2 sensitivity Delta
     (CKS20; proofs/discrete_gaussian.py). Charge ``GaussianEvent(sigma, Delta)`` first with a
     float sigma whose exact square is <= sigma_sq, so the charge is never below the true cost.
     Returns an int64 array (object array if a value overflows int64, which needs sigma ~ 1e17).
     """
     sigma_sq = Fraction(num.positive("sigma_sq", sigma_sq))
-    _check_rng(rng)
+    _check_source(rng)
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     count = math.prod(shape)
     # floor(sqrt(x)) == isqrt(floor(x)) for real x >= 0, so t = floor(sigma) + 1 exactly.
@@ -168,6 +189,104 @@ def discrete_gaussian(sigma_sq, size, rng) -> np.ndarray:
         return np.array(values, dtype=np.int64).reshape(shape)
     except OverflowError:
         return np.array(values, dtype=object).reshape(shape)
+
+
+# -- the default for counts: compiled exact discrete Gaussian at s^2 >= sigma^2 --------------
+_CORE_WORD = 2 ** 64    # num and den are uint64 in the compiled sampler
+_CORE_RANGE = 2 ** 128  # ... and 2 num den t^2 must stay below 2^128 (csrc noise.hpp)
+VARIANCE_SLACK = Fraction(1, 2 ** 40)  # s^2 / sigma^2 - 1 is below this on the compiled path
+
+
+def _fits_core(a: int, b: int) -> bool:
+    t = math.isqrt(a // b) + 1
+    return a < _CORE_WORD and b < _CORE_WORD and 2 * a * b * t * t < _CORE_RANGE
+
+
+def discrete_variance(sigma) -> Fraction:
+    """The variance parameter s^2 the discrete Gaussian uses for a float ``sigma``.
+
+    s^2 = ceil(sigma^2 2^j) / 2^j with the largest j <= 63 for which the compiled sampler's
+    exact range holds (num, den < 2^64 and 2 num den (floor(s) + 1)^2 < 2^128), so
+    s^2 >= sigma^2 always (rounding up: the noise is never smaller than charged) and
+    s^2 - sigma^2 < 2^-j. When that excess is not below ``VARIANCE_SLACK`` * sigma^2 (sigma
+    below ~2^-11 or above ~2^31), s^2 = sigma^2 exactly, which only the Python reference
+    samples. Privacy: cost 1/(2 s^2) <= 1/(2 sigma^2), the charge (proofs/exact_sampling.py).
+    """
+    exact = Fraction(num.positive("sigma", sigma)) ** 2
+    for j in range(63, -1, -1):
+        den = 2 ** j
+        a = -(-exact.numerator * den // exact.denominator)  # ceil(sigma^2 2^j)
+        if _fits_core(a, den):
+            rounded = Fraction(a, den)
+            return rounded if rounded - exact < VARIANCE_SLACK * exact else exact
+    return exact
+
+
+def noise_key(rng=None) -> bytes:
+    """A fresh 256-bit ChaCha20 key: ``rng.bytes(32)`` from a seeded Generator (reproducible
+    runs), else 32 bytes from the OS CSPRNG (``secrets.token_bytes``)."""
+    return secrets.token_bytes(32) if _check_source(rng) is None else rng.bytes(32)
+
+
+def discrete_gaussian_noise(sigma, size: int, rng=None) -> np.ndarray:
+    """``size`` exact discrete Gaussian draws N_Z(0, s^2), s^2 = :func:`discrete_variance`
+    (sigma) >= sigma^2, as int64: the default noise for counts.
+
+    Sampled by the compiled CKS20 sampler (``dpcore._core.discrete_gaussian``) on a fresh
+    ChaCha20 key per call (:func:`noise_key`), or by the Python reference when s^2 lies outside
+    the compiled range. Privacy: for an integer query of L2 sensitivity Delta it is
+    Delta^2/(2 s^2) <= Delta^2/(2 sigma^2)-zCDP (CKS20 Thm. 4; proofs/discrete_gaussian.py,
+    proofs/exact_sampling.py): charge ``GaussianEvent(sigma, Delta)`` with this float sigma
+    first. Timing depends on the random draws, never on the data (csrc noise.hpp).
+    """
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise InvalidArgumentError(f"size must be an int >= 0, got {size!r}")
+    sigma_sq = discrete_variance(sigma)
+    a, b = sigma_sq.numerator, sigma_sq.denominator
+    if not _fits_core(a, b):
+        return discrete_gaussian(sigma_sq, int(size), rng)
+    from dpcore import _core  # the compiled core imports dpcore.errors; import it lazily
+
+    return _core.discrete_gaussian(a, b, int(size), noise_key(rng))
+
+
+# -- exact exponential mechanism ------------------------------------------------------------
+
+def exact_exponential_mechanism(scores, epsilon, sensitivity, rng=None) -> int:
+    """Index r drawn with Pr[r] proportional to exp(epsilon * scores[r] / (2 * sensitivity)),
+    exactly, for rational ``scores`` (ints or Fractions), ``epsilon`` and ``sensitivity``
+    (floats are taken at their exact binary value).
+
+    Rejection: propose r uniformly, accept with probability exp(-gamma_r),
+    gamma_r = epsilon (max(scores) - scores[r]) / (2 sensitivity) >= 0, decided by the exact
+    Bernoulli(exp(-gamma)) of CKS20 Alg. 1 on integers. A round accepts r with probability
+    exp(-gamma_r) / k, so the output law is exp(-gamma_r) / sum exp(-gamma) — the exponential
+    mechanism's — and a round succeeds with probability >= 1/k (the maximiser has gamma = 0):
+    at most k proposals are expected (proofs/exact_sampling.py). Every candidate keeps a
+    positive probability. Privacy: epsilon**2/8-zCDP (proofs/exponential_mechanism.py) for
+    scores of sensitivity ``sensitivity`` — charge ``ExponentialEvent(epsilon, sensitivity)``
+    first. ``rng``: a Generator (reproducible) or None (OS CSPRNG).
+    """
+    epsilon = Fraction(num.positive("epsilon", epsilon))
+    sensitivity = Fraction(num.positive("sensitivity", sensitivity))
+    _check_source(rng)
+    shape = np.shape(scores)
+    if len(shape) != 1 or shape[0] == 0:
+        raise InvalidArgumentError(f"scores must be a non-empty 1-D sequence, got shape {shape}")
+    q = [Fraction(num.finite(f"scores[{i}]", v)) for i, v in enumerate(scores)]
+    # gamma_r = p_r / den with integers: scale every score by the common denominator.
+    common = math.lcm(*(v.denominator for v in q))
+    ints = [v.numerator * (common // v.denominator) for v in q]
+    top = max(ints)
+    factor = epsilon.numerator * sensitivity.denominator
+    den = 2 * epsilon.denominator * sensitivity.numerator * common
+    gaps = [factor * (top - v) for v in ints]
+    src = _Bits(rng)
+    k = len(gaps)
+    while True:
+        r = src.below(k)
+        if _bernoulli_exp(gaps[r], den, src):
+            return r
 
 
 def exponential_mechanism(scores, epsilon, sensitivity, rng) -> int:

@@ -87,7 +87,8 @@ def _enumerated_pairs() -> None:
             for P, Q in pairs:
                 for al in (mpmath.mpf("1.001"), mpmath.mpf(2), mpmath.mpf(10)):
                     div = mpmath.log(mpmath.fsum(a ** al * b ** (1 - al) for a, b in zip(P, Q))) / (al - 1)
-                    curve = e - mpmath.log((1 + mpmath.exp(-e)) / (1 + mpmath.exp(-(2 * al - 1) * e))) / (al - 1)
+                    rr = (1 + mpmath.exp(-e)) / (1 + mpmath.exp(-(2 * al - 1) * e))
+                    curve = e - mpmath.log(rr) / (al - 1)
                     assert div <= curve * (1 + mpmath.mpf(10) ** -20), (e_float, al, div, curve)
                     assert div <= al * cost * (1 + mpmath.mpf(10) ** -20)
                     assert rdp.rdp(float(al)) >= div * (1 - mpmath.mpf(10) ** -14)

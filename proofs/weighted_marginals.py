@@ -50,7 +50,8 @@ def check() -> None:
     for weights in ([1.0] * 3, [0.1, 0.2, 0.3], [1 / 3 ** 0.5] * 3, [2.5]):
         s = l2_sensitivity(weights)
         norm_sq = sum(Fraction(x) ** 2 for x in weights)
-        assert Fraction(s) ** 2 >= norm_sq and Fraction(math.nextafter(s, 0)) ** 2 < norm_sq  # smallest such float
+        # the smallest float whose exact square covers the squared norm
+        assert Fraction(s) ** 2 >= norm_sq > Fraction(math.nextafter(s, 0)) ** 2
         # the accountant's batch event covers every marginal measured alone at sigma / w_i
         batch = exact_rho(GaussianEvent(2.0, s))
         alone = sum(Fraction(1) / (2 * (Fraction(2.0) / Fraction(x)) ** 2) for x in weights)

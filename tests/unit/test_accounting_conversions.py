@@ -171,7 +171,8 @@ def _ref_delta(rho, epsilon):
 
 def _rounded_up_from(got, ref):
     """got is ref rounded up to a float (within two ulps, allowing for the rounding margin)."""
-    return got >= ref and (ref == 0 and got == 0 or got <= math.nextafter(math.nextafter(float(ref), math.inf), math.inf))
+    two_ulps_up = math.nextafter(math.nextafter(float(ref), math.inf), math.inf)
+    return got >= ref and (got == 0 if ref == 0 else got <= two_ulps_up)
 
 
 @pytest.mark.parametrize("rho, delta", [

@@ -71,7 +71,8 @@ def test_composition_claim_catches_a_filter_that_understates_costs(monkeypatch):
     from dpcore.accounting import PrivacyFilter
     original = PrivacyFilter.cost
     # one part in 1e30 less than the true cost: only the exhaustive boundary cases can tell
-    monkeypatch.setattr(PrivacyFilter, "cost", lambda self, event: original(self, event) * (1 - Fraction(1, 10 ** 30)))
+    monkeypatch.setattr(PrivacyFilter, "cost",
+                        lambda self, event: original(self, event) * (1 - Fraction(1, 10 ** 30)))
     result = proofs.run("zcdp_composition")
     assert not result.ok and "AssertionError" in result.error
 
@@ -80,6 +81,7 @@ def test_mst_calibration_claim_catches_an_overshooting_share(monkeypatch):
     import mechanisms.mst as mst
     from dpcore.accounting.calibration import gaussian_sigma
     # calibrate each clique to its share plus one part in 1e9
-    monkeypatch.setattr(mst, "gaussian_sigma", lambda rho, *a: gaussian_sigma(rho * (1 + Fraction(1, 10 ** 9)), *a))
+    monkeypatch.setattr(mst, "gaussian_sigma",
+                        lambda rho, *a: gaussian_sigma(rho * (1 + Fraction(1, 10 ** 9)), *a))
     result = proofs.run("mst_calibration")
     assert not result.ok and "AssertionError" in result.error

@@ -30,6 +30,10 @@ MODULES = (
     "mwem_pgm_budget",
     "aim_budget",
     "aim_l1_error",
+    "quality_score_sensitivity",
+    "merged_cells",
+    "mst_calibration",
+    "cost_rounding",
 )
 
 

@@ -26,6 +26,8 @@ Never looser than classic: f(alpha) = [alpha rho + L/(alpha-1)] + [log(1-1/alpha
 (4); the second bracket is negative for alpha > 1, so f(alpha) is below Mironov's basic bound at
 every alpha, and the basic bound's minimum over alpha is rho + 2 sqrt(rho L), attained at
 alpha = 1 + sqrt(L/rho) (5).
+The code bisects log(alpha - 1) (alpha* - 1 ranges from 1e-150 to 1e150 over the float inputs),
+so the check also compares it with an independent 400-digit root at delta = 1e-300 and rho = 1e100.
 For zcdp_delta (delta at a given epsilon): d/dalpha log delta(alpha) = (2alpha-1) rho - epsilon
 + log(1-1/alpha) (6) is increasing, -> -inf at 1+, and positive at (epsilon+1)/(2rho) + 2 (7).
 """
@@ -77,3 +79,18 @@ def check() -> None:
     for r in (1e-4, 0.1, 5, 300):
         for d in (1e-12, 1e-6, 0.1):
             assert zcdp_to_approx_dp(r, d) <= zcdp_to_approx_dp_classic(r, d)
+    # At the extremes the code must still land on f(alpha*), found here independently: Newton on
+    # g(1 + e^t) = 0 at 400 digits in the alpha form (no rewriting: 1 - 1/alpha with alpha = 1e151
+    # needs them), from the classic order.
+    import mpmath
+    for r, d in ((1e-300, 1e-300), (1.0, 1e-300), (1e100, 1e-300), (1e100, 0.5), (5.0, 1e-122)):
+        with mpmath.workdps(400):
+            rm, dm = mpmath.mpf(r), mpmath.mpf(d)
+            t = mpmath.findroot(lambda t: rm * mpmath.exp(2 * t) + mpmath.log(dm * (1 + mpmath.exp(t))),
+                                mpmath.log(mpmath.sqrt(-mpmath.log(dm) / rm)) - mpmath.mpf(0.1))
+            am = 1 + mpmath.exp(t)
+            best = am * rm + mpmath.log(1 - 1 / am) - (mpmath.log(dm) + mpmath.log(am)) / (am - 1)
+            assert mpmath.fabs(rm * (am - 1) ** 2 + mpmath.log(dm * am)) < mpmath.mpf(10) ** -60 * (1 + rm)
+        got = zcdp_to_approx_dp(r, d)
+        assert best <= got <= best * (1 + mpmath.mpf(5e-16)), (r, d, got, best)
+        assert got <= zcdp_to_approx_dp_classic(r, d)

@@ -48,3 +48,23 @@ def check() -> None:
                         for x in range(-k - v, k + v + 1)) / z0
                     div = mpmath.log(total) / (al - 1)
                     assert div <= al * v ** 2 / (2 * s2) * (1 + mpmath.mpf(10) ** -20), (s2, v, al)
+                    if s2 >= 4:  # and the continuous constant is the right one: tight for large sigma
+                        assert div >= al * v ** 2 / (2 * s2) * (1 - mpmath.mpf(10) ** -6), (s2, v, al)
+    # the accountant charges the discrete Gaussian as GaussianEvent(sigma, 1): Delta^2/(2 sigma^2)
+    # with sigma^2 = Fraction(sigma)^2, the variance parameter the exact sampler uses
+    from fractions import Fraction
+    from dpcore.accounting import GaussianEvent, ZCDPAccountant
+    acc = ZCDPAccountant()
+    exact_rho = getattr(acc, "exact_rho", acc.rho)
+    for sigma in (0.6, 2.0, 12.25):
+        s2 = Fraction(sigma) ** 2
+        cost = exact_rho(GaussianEvent(sigma, 1))
+        assert cost == 1 / (2 * s2)
+        with mpmath.workdps(30):
+            s2m = mpmath.mpf(s2.numerator) / s2.denominator
+            k = int(20 * sigma) + 10
+            # order 2, shift 1: sum_x p(x)^2 p(x - 1)^-1
+            total = mpmath.fsum(mpmath.exp(-(2 * x ** 2 - (x - 1) ** 2) / (2 * s2m))
+                                for x in range(-k - 1, k + 2)) / _theta(0, s2m, k)
+            bound = 2 * mpmath.mpf(cost.numerator) / cost.denominator
+            assert mpmath.log(total) <= bound * (1 + mpmath.mpf(10) ** -20), (sigma, total)

@@ -44,6 +44,9 @@ def check() -> None:
     from dpcore.accounting import approx_dp_to_zcdp, zcdp_to_approx_dp
     r = approx_dp_to_zcdp(1, 1e-9)
     assert abs(r / 0.01497305767358853 - 1) < 1e-12 and zcdp_to_approx_dp(r, 1e-9) <= 1
-    for e, d in [(0.1, 1e-12), (1, 1e-6), (8, 1e-5), (30, 0.2)]:
+    from dpcore.accounting import approx_dp_to_zcdp_classic
+    for e, d in [(0.1, 1e-12), (1, 1e-6), (8, 1e-5), (30, 0.2), (1, 1e-300), (1e-3, 1e-300), (1e100, 1e-6)]:
         r = approx_dp_to_zcdp(e, d)
-        assert zcdp_to_approx_dp(r, d) <= e
+        assert zcdp_to_approx_dp(r, d) <= e                    # conservative
+        assert zcdp_to_approx_dp(r * (1 + 1e-12), d) > e       # and the largest such rho
+        assert r >= approx_dp_to_zcdp_classic(e, d) > 0        # never below the classic inverse

@@ -17,6 +17,8 @@ y_i = z_i / w_i of z_i = w_i M_i + N(0, sigma^2 I), so both forms cost ||w||^2 /
 be rounded *up*: calibration.l2_sensitivity(w) returns the smallest float whose exact square
 is >= sum_i w_i^2 (checked below), also for weights normalised in floating point.
 """
+import math
+
 import sympy as sp
 
 from ._support import assert_equal
@@ -32,15 +34,25 @@ def check() -> None:
         for wi, n, c in zip(w, sizes, cells):
             diff += [wi if j == c else 0 for j in range(n)]
         assert_equal(sum(d ** 2 for d in diff), sum(wi ** 2 for wi in w), f"cells {cells}")
-    # post-processing: scaling noise of sd sigma by 1/w gives sd sigma/w
-    sigma, wi = sp.symbols("sigma w", positive=True)
-    assert_equal(sp.sqrt((sigma ** 2) / wi ** 2), sigma / wi, "noise scale after division")
+    # the two forms cost the same: marginal i alone at noise sigma/w_i costs w_i^2/(2 sigma^2)
+    sigma = sp.Symbol("sigma", positive=True)
+    assert_equal(sum(1 / (2 * (sigma / x) ** 2) for x in w), sum(x ** 2 for x in w) / (2 * sigma ** 2),
+                 "per-marginal costs sum to the batch cost")
     # normalised weights: cost of the batch
     norm = sp.sqrt(sum(x ** 2 for x in w))
     assert_equal(sum((x / norm) ** 2 for x in w), 1, "normalised weights have unit norm")
 
     from fractions import Fraction
     from dpcore.accounting import l2_sensitivity
+    from dpcore.accounting import GaussianEvent, ZCDPAccountant
+    acc = ZCDPAccountant()
+    exact_rho = getattr(acc, "exact_rho", acc.rho)
     for weights in ([1.0] * 3, [0.1, 0.2, 0.3], [1 / 3 ** 0.5] * 3, [2.5]):
         s = l2_sensitivity(weights)
-        assert Fraction(s) ** 2 >= sum(Fraction(x) ** 2 for x in weights)
+        norm_sq = sum(Fraction(x) ** 2 for x in weights)
+        # the smallest float whose exact square covers the squared norm
+        assert Fraction(s) ** 2 >= norm_sq > Fraction(math.nextafter(s, 0)) ** 2
+        # the accountant's batch event covers every marginal measured alone at sigma / w_i
+        batch = exact_rho(GaussianEvent(2.0, s))
+        alone = sum(Fraction(1) / (2 * (Fraction(2.0) / Fraction(x)) ** 2) for x in weights)
+        assert batch >= alone and batch - alone <= alone * Fraction(1, 10 ** 15)

@@ -1,14 +1,27 @@
-"""Property tests for the conversions: monotonicity, CKS never looser than the classic bound,
-and the inverse round-trips conservatively."""
+"""Property tests for the conversions over their whole documented range (rho from 1e-300 to 1e100,
+delta from 1e-300 to just below 1, epsilon from 1e-6 to 1e6, all drawn log-uniformly so the
+extremes are exercised): monotonicity in each argument, CKS never looser than the classic bound
+in either direction, and the inverse round-trips conservatively and tightly."""
+import math
+
 from hypothesis import given, settings, strategies as st
 
-from dpcore.accounting import (approx_dp_to_zcdp, zcdp_delta, zcdp_to_approx_dp,
-                               zcdp_to_approx_dp_classic)
+from dpcore.accounting import (approx_dp_to_zcdp, approx_dp_to_zcdp_classic, zcdp_delta,
+                               zcdp_to_approx_dp, zcdp_to_approx_dp_classic)
 
 SETTINGS = settings(max_examples=40, deadline=None)
-rhos = st.floats(min_value=1e-8, max_value=1e3)
-deltas = st.floats(min_value=1e-15, max_value=0.5)
-epsilons = st.floats(min_value=1e-3, max_value=50)
+
+
+def log_uniform(lo_exp, hi_exp, *, below_one=False):
+    """m * 10**k with m in [1, 10) and k in [lo_exp, hi_exp]: every decade equally likely."""
+    values = st.builds(lambda m, k: m * 10.0 ** k, st.floats(min_value=1, max_value=9.999),
+                       st.integers(min_value=lo_exp, max_value=hi_exp))
+    return values.filter(lambda v: v < 0.999) if below_one else values
+
+
+rhos = log_uniform(-300, 99)
+deltas = st.one_of(log_uniform(-300, -1, below_one=True), st.floats(min_value=0.01, max_value=0.99))
+epsilons = log_uniform(-6, 5)
 
 
 @SETTINGS
@@ -27,8 +40,16 @@ def test_epsilon_is_antitone_in_delta(rho, a, b):
 
 @SETTINGS
 @given(rho=rhos, delta=deltas)
-def test_cks_never_looser_than_classic(rho, delta):
-    assert zcdp_to_approx_dp(rho, delta) <= zcdp_to_approx_dp_classic(rho, delta)
+def test_cks_epsilon_never_looser_than_classic(rho, delta):
+    eps = zcdp_to_approx_dp(rho, delta)
+    assert 0 <= eps <= zcdp_to_approx_dp_classic(rho, delta)
+    assert eps >= rho or eps == 0 or delta > 0.3  # the bound is at least rho when delta is small
+
+
+@SETTINGS
+@given(epsilon=epsilons, delta=deltas)
+def test_cks_rho_never_below_classic(epsilon, delta):
+    assert approx_dp_to_zcdp(epsilon, delta) >= approx_dp_to_zcdp_classic(epsilon, delta) > 0
 
 
 @SETTINGS
@@ -38,7 +59,9 @@ def test_inverse_round_trips_conservatively(epsilon, delta):
     back = zcdp_to_approx_dp(rho, delta)
     assert back <= epsilon                      # never overspends the (epsilon, delta) target
     assert back >= epsilon * (1 - 1e-9)         # and is tight
-    assert zcdp_delta(rho, epsilon) <= delta * (1 + 1e-12)
+    assert zcdp_delta(rho, epsilon) <= delta * (1 + 1e-9)
+    # one part in 1e12 more rho would overspend: the result is the largest rho up to rounding
+    assert zcdp_to_approx_dp(rho * (1 + 1e-12), delta) > epsilon
 
 
 @SETTINGS
@@ -54,3 +77,12 @@ def test_delta_inverts_epsilon(rho, delta):
     eps = zcdp_to_approx_dp(rho, delta)
     if eps > 0:
         assert zcdp_delta(rho, eps) <= delta * (1 + 1e-9)
+        # eps is rounded up, so the float below it is under the true epsilon: its delta is >= delta
+        assert zcdp_delta(rho, math.nextafter(eps, 0)) >= delta * (1 - 1e-12)
+
+
+@SETTINGS
+@given(rho=rhos, a=epsilons, b=epsilons)
+def test_delta_is_antitone_in_epsilon(rho, a, b):
+    lo, hi = sorted((a, b))
+    assert 0 <= zcdp_delta(rho, hi) <= zcdp_delta(rho, lo) <= 1

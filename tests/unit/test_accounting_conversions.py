@@ -134,3 +134,82 @@ def test_rdp_exponential_mechanism_is_eps_squared_over_8_line_for_small_orders()
 def test_rdp_sigma_zero_is_infinite():
     acc = RDPAccountant().compose(GaussianEvent(0.0))
     assert acc.rdp(2) == math.inf and acc.epsilon(1e-6) == math.inf
+
+
+# --- the extremes: delta down to 1e-300, rho up to 1e100 (issue 15) ---------------------------
+# References minimise the *alpha form* of the bounds by ternary search on t = log(alpha - 1) over
+# [-400, 400] at 400 digits, so alpha = 1 + 1e-150 and 1 + 1e150 are both represented and every
+# reported value has more than 60 correct digits (the optimum is flat, so the 1e-30-wide search
+# bracket costs nothing at 60 digits).
+
+def _ternary_min(f):
+    lo, hi = mpmath.mpf(-400), mpmath.mpf(400)
+    for _ in range(260):
+        m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        if f(1 + mpmath.exp(m1)) < f(1 + mpmath.exp(m2)):
+            hi = m2
+        else:
+            lo = m1
+    return f(1 + mpmath.exp((lo + hi) / 2))
+
+
+def _ref_epsilon(rho, delta):
+    with mpmath.workdps(400):
+        r, d = mpmath.mpf(rho), mpmath.mpf(delta)
+        best = _ternary_min(lambda a: a * r + mpmath.log(1 - 1 / a) - (mpmath.log(d) + mpmath.log(a)) / (a - 1))
+        with mpmath.workdps(60):
+            return +max(best, mpmath.mpf(0))
+
+
+def _ref_delta(rho, epsilon):
+    with mpmath.workdps(400):
+        r, e = mpmath.mpf(rho), mpmath.mpf(epsilon)
+        best = _ternary_min(lambda a: (a - 1) * (a * r - e) + a * mpmath.log(1 - 1 / a) - mpmath.log(a - 1))
+        with mpmath.workdps(60):
+            return +min(mpmath.exp(best), mpmath.mpf(1))
+
+
+def _rounded_up_from(got, ref):
+    """got is ref rounded up to a float (within two ulps, allowing for the rounding margin)."""
+    two_ulps_up = math.nextafter(math.nextafter(float(ref), math.inf), math.inf)
+    return got >= ref and (got == 0 if ref == 0 else got <= two_ulps_up)
+
+
+@pytest.mark.parametrize("rho, delta", [
+    (1e-300, 1e-300), (1e-10, 1e-300), (1.0, 1e-300), (1.0, 1e-122), (5.0, 1e-6),
+    (1e80, 1e-6), (1e81, 1e-6), (1e100, 1e-300), (1e100, 0.5), (0.5, 0.9), (1e-137, 2e-204),
+])
+def test_cks_epsilon_at_the_extremes(rho, delta):
+    ref = _ref_epsilon(rho, delta)
+    got = zcdp_to_approx_dp(rho, delta)
+    assert _rounded_up_from(got, ref), (got, ref)
+    assert got <= zcdp_to_approx_dp_classic(rho, delta)
+
+
+@pytest.mark.parametrize("epsilon, delta", [
+    (1.0, 1e-300), (1e-3, 1e-300), (50.0, 1e-300), (1.0, 1e-122), (1e-3, 0.5), (1e3, 1e-300),
+    (1e100, 1e-6), (1e-6, 1e-10),
+])
+def test_inverse_at_the_extremes(epsilon, delta):
+    rho = approx_dp_to_zcdp(epsilon, delta)
+    assert rho >= approx_dp_to_zcdp_classic(epsilon, delta) > 0  # issue 15: was 0 at 1e-300
+    assert _ref_epsilon(rho, delta) <= epsilon                    # conservative
+    assert _ref_epsilon(rho * (1 + 1e-13), delta) > epsilon       # and the largest such rho
+
+
+@pytest.mark.parametrize("rho, epsilon", [
+    (1e-137, 1.1089493722680492e-67), (1.0, 10.0), (1e-10, 1e-3), (1e100, 1e3), (0.5, 0.0), (40.0, 80.0),
+])
+def test_zcdp_delta_at_the_extremes(rho, epsilon):
+    ref = _ref_delta(rho, epsilon)
+    got = zcdp_delta(rho, epsilon)
+    assert got >= ref and got == pytest.approx(float(ref), rel=1e-13), (got, ref)
+
+
+def test_classic_inverse_has_no_cancellation():
+    # (sqrt(eps + L) - sqrt(L))^2 computed naively loses every digit when eps << L
+    with mpmath.workdps(60):
+        L = -mpmath.log(mpmath.mpf(1e-300))
+        ref = (mpmath.sqrt(mpmath.mpf(1e-30) + L) - mpmath.sqrt(L)) ** 2
+    assert approx_dp_to_zcdp_classic(1e-30, 1e-300) == pytest.approx(float(ref), rel=1e-14)
+    assert approx_dp_to_zcdp_classic(1e-30, 1e-300) <= ref

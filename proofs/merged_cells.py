@@ -46,7 +46,8 @@ def _exact_marginals(dataset, maps, cliques):
     curator = Curator(dataset, PrivacyFilter(10), seed=0)
     for mapping in maps:
         curator = curator.compress(mapping)
-    with patched(curator_module, "gaussian_noise", lambda sigma, size, rng: np.zeros(size)):
+    with patched(curator_module, "discrete_gaussian_noise",
+                 lambda sigma, size, rng: np.zeros(size, dtype=np.int64)):
         out = [curator.measure(c, 1.0) for c in cliques]
     events = [e.event for e in curator.privacy_filter.ledger.entries]
     assert all(e.sensitivity == 1 for e in events), events

@@ -20,6 +20,7 @@ random small datasets (scores observed by wrapping the sampler it calls) and com
 largest change with the sensitivity it charged.
 """
 import random
+from fractions import Fraction
 
 import numpy as np
 import sympy as sp
@@ -55,11 +56,13 @@ def _scores(dataset, candidates, refs, eps, weights, penalties):
     seen = {}
 
     def observe(scores, epsilon, sensitivity, rng):
-        seen["scores"] = np.array(scores, dtype=np.float64)
+        # The curator passes exact integer scores in units of 1/SCORE_GRID**2: back to counts.
+        unit = curator_module.SCORE_GRID ** 2
+        seen["scores"] = np.array([float(Fraction(int(q), unit)) for q in scores])
         return 0
 
     curator = Curator(dataset, PrivacyFilter(1), seed=0)
-    with patched(curator_module, "exponential_mechanism", observe):
+    with patched(curator_module, "exact_exponential_mechanism", observe):
         curator.select(candidates, refs, eps, weights=weights, penalties=penalties)
     return seen["scores"], curator.privacy_filter.ledger.entries[-1].event.sensitivity
 

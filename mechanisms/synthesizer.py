@@ -66,11 +66,14 @@ def as_schema(schema: SchemaLike | None) -> Schema:
 class Synthesizer(abc.ABC):
     """Base class: holds the budget, runs the mechanism, samples and decodes.
 
-    ``epsilon``, ``delta``: the (ε, δ)-DP guarantee; the budget is the largest ρ-zCDP that
-    implies it (Canonne-Kamath-Steinke conversion, see ``dpcore.accounting``). ``seed`` makes a
-    run reproducible (noise and sampling); without it noise is seeded from OS entropy, which is
-    what a real release must use. ``ledger_path``: where the filter saves the ledger after every
-    charge (must not exist yet).
+    ``epsilon``, ``delta``: the (ε, δ)-DP guarantee (``delta`` defaults to 1e-9, a fixed value
+    that never looks at the data); the budget is the largest ρ-zCDP that implies it
+    (Canonne-Kamath-Steinke conversion, see ``dpcore.accounting``). ``seed`` makes a run
+    reproducible (noise and sampling); without it each release is keyed from the OS CSPRNG,
+    which is what a real release must use. ``ledger_path``: where the filter appends the ledger
+    at every charge (must not exist yet, unless ``continue_ledger=True`` charges this run to an
+    existing ledger's lifetime budget). ``noise``: "discrete" (the exact discrete Gaussian,
+    default) or "gaussian" (float). ``progress``: a tqdm bar during ``fit``.
     """
 
     name: ClassVar[str] = ""

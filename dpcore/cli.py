@@ -37,8 +37,26 @@ class CliError(Exception):
         self.code = code
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each option's default (flags and options without one show none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text or \
+                action.default == []:
+            return text
+        return text + " (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line on stderr, exit 2 (argparse's code too)
+        for action in self._actions:   # "required: schema_command" -> name the subcommands
+            if isinstance(action, argparse._SubParsersAction) and f"required: {action.dest}" in message:
+                message = f"{self.prog} needs a subcommand: {', '.join(action.choices)}"
         self.exit(EXIT_INPUT, f"dpcore: error: {message} (see {self.prog} --help)\n")
 
 
@@ -600,7 +618,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("synth", help="fit a mechanism and write synthetic data + ledger")
-    s.add_argument("--mechanism", choices=MECHANISMS, default="aim")
+    s.add_argument("--mechanism", choices=MECHANISMS, default="aim",
+                   help="aim: recommended; mst: fast, the published MST; mwem: "
+                        "MWEM+PGM; independent: the baseline")
     s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "
@@ -609,11 +629,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--delta", required=True, help="delta in (0, 1), e.g. 1e-9")
     s.add_argument("--workload", default="all-3way",
                    help="all-2way, all-3way (default) or a JSON file of marginals (aim, mwem)")
-    s.add_argument("--rows", type=int, help="synthetic rows (default: the noisy total)")
-    s.add_argument("--seed", type=int, help="fix noise and sampling (testing only)")
-    s.add_argument("--max-model-size", type=float, help="junction-tree cap in MB (aim, mwem)")
-    s.add_argument("--rounds", type=int, help="rounds: AIM's T or MWEM's count")
-    s.add_argument("--delimiter", default=",", help="CSV delimiter (default ',')")
+    s.add_argument("--rows", type=int, help="synthetic rows (default: the model's noisy record "
+                   "count, at most 10^7)")
+    s.add_argument("--seed", type=int, help="fix noise and sampling (testing only; default: "
+                   "OS entropy)")
+    s.add_argument("--max-model-size", type=float, help="junction-tree cap in MB (aim, mwem; "
+                   "default: aim 80, mwem 8192)")
+    s.add_argument("--rounds", type=int, help="rounds: AIM's T (default 16 x columns) or MWEM's "
+                   "count (default 10)")
+    s.add_argument("--delimiter", default=",", help="CSV delimiter")
     s.add_argument("--out", required=True, help="synthetic CSV to write")
     s.add_argument("--ledger", required=True,
                    help="ledger to write (must not exist, unless --continue)")
@@ -622,36 +646,38 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--noise", choices=("discrete", "gaussian"), default="discrete",
                    help="measurement noise: the exact discrete Gaussian (default) or float "
                         "Gaussian (same cost; floats can leak through low-order bits)")
-    s.add_argument("--result", help="also write a result JSON (rounds, AIM's confidence bounds)")
+    s.add_argument("--result", help="also write a result JSON (rounds, AIM's confidence bounds; "
+                   "default: none)")
     s.add_argument("--force", action="store_true",
                    help="overwrite an existing --out / --result (never an input, never a ledger)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     s.set_defaults(func=_cmd_synth)
 
     v = sub.add_parser("verify", help="verify a ledger independently (exit 0 only if valid)")
-    v.add_argument("ledger")
+    v.add_argument("ledger", help="the ledger file")
     v.add_argument("--epsilon", help="the promised epsilon (default: the ledger's own, reported "
                    "as taken from the file)")
     v.add_argument("--delta", help="the promised delta (give with --epsilon)")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="machine-readable output")
     v.set_defaults(func=_cmd_verify)
 
     lg = sub.add_parser("ledger", help="ledger tools")
     lsub = lg.add_subparsers(dest="ledger_command", required=True, parser_class=_Parser)
     lc = lsub.add_parser("create", help="create an empty ledger with a lifetime (epsilon, delta) "
                          "budget for several runs (dpcore synth --continue)")
-    lc.add_argument("path")
+    lc.add_argument("path", help="the ledger file to create (must not exist)")
     lc.add_argument("--epsilon", required=True, help="lifetime epsilon > 0")
     lc.add_argument("--delta", required=True, help="lifetime delta in (0, 1)")
     lc.set_defaults(func=_cmd_ledger_create)
 
     e = sub.add_parser("evaluate", help="workload error of synthetic vs real data (not private)")
-    e.add_argument("--real", help="the real CSV")
+    e.add_argument("--real", help="the real CSV (or use --dataset)")
     e.add_argument("--synth", required=True, help="the synthetic CSV")
-    e.add_argument("--schema")
+    e.add_argument("--schema", help="the public schema JSON of both tables")
     e.add_argument("--dataset", help="bundled dataset: its data as --real and its schema")
-    e.add_argument("--workload", default="all-3way")
-    e.add_argument("--delimiter", default=",")
+    e.add_argument("--workload", default="all-3way",
+                   help="all-2way, all-3way or a JSON file of marginals")
+    e.add_argument("--delimiter", default=",", help="CSV delimiter")
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--report", help="directory for the HTML + PNG report")
     e.add_argument("--result", help="result JSON from dpcore synth --result (AIM bounds)")
@@ -664,7 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="schema tools")
     ssub = sc.add_subparsers(dest="schema_command", required=True, parser_class=_Parser)
     inf = ssub.add_parser("infer", help="draft a schema from data (NOT private)")
-    inf.add_argument("data")
+    inf.add_argument("data", help="the CSV (or .parquet) to draft from")
     inf.add_argument("--out", help="write here instead of stdout")
     inf.add_argument("--bounds", action="append", default=[], metavar="COL=LO:HI",
                      help="public bounds of a numeric column (integer if both are)")
@@ -673,13 +699,13 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--bins", type=int, default=32, help="bins per numeric column")
     inf.add_argument("--missing-values", action="append", default=None, metavar="TOKEN",
                      help="a token meaning missing (repeatable; default: empty field)")
-    inf.add_argument("--delimiter", default=",")
+    inf.add_argument("--delimiter", default=",", help="CSV delimiter")
     inf.add_argument("--force", action="store_true", help="overwrite an existing --out")
     inf.set_defaults(func=_cmd_schema_infer)
 
     cl = sub.add_parser("clean", help="list (and with --yes remove) stale temporary files a "
                         "killed dpcore left in a directory")
-    cl.add_argument("directory")
+    cl.add_argument("directory", help="the folder to look in")
     cl.add_argument("--yes", action="store_true", help="remove them without asking")
     cl.set_defaults(func=_cmd_clean)
 

@@ -418,3 +418,22 @@ def test_clean_lists_and_removes_only_dpcore_temporaries(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others)
     code, err = run(["clean", str(tmp_path / "nosuch")], capsys)
     assert code == 2 and "is not a directory" in err
+
+
+def test_help_shows_every_default_and_bare_groups_name_their_subcommands(capsys):
+    import re
+    from dpcore.cli import build_parser
+    parser = build_parser()
+    subs = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, sub in subs.choices.items():
+        text = sub.format_help()
+        for action in sub._actions:
+            if action.default not in (None, False, [], "==SUPPRESS==") and action.option_strings:
+                assert re.search(r"default", text), (name, action.dest)
+            if action.option_strings and action.dest != "help":
+                assert action.help, (name, action.dest)   # every option is documented
+    for group, expected in (("schema", "infer"), ("ledger", "create")):
+        with pytest.raises(SystemExit) as stop:
+            main([group])
+        assert stop.value.code == 2
+        assert f"needs a subcommand: {expected}" in capsys.readouterr().err

@@ -7,6 +7,7 @@ the attributes lie in no single tree clique), generates synthetic records, and s
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
@@ -18,6 +19,40 @@ from dpcore.errors import DomainError, DpcoreTypeError, InvalidArgumentError
 
 _FORMAT = "dpcore.GraphicalModel"
 _VERSION = 1
+
+
+def _roots(queries):
+    """The queries no other query strictly contains (one tuple per attribute set), and for every
+    query's attribute set the root it is read from. Linear in the number of queries for small
+    cliques: each root lists its own subsets (2^k of them) instead of every query being
+    compared with every other (AIM's 5,000 candidates at 100 attributes took 100 s that way)."""
+    sets = {}
+    for q in queries:
+        sets.setdefault(frozenset(q), q)
+    covered = set()
+    for s, q in sets.items():
+        if len(q) <= _SUBSET_LIMIT:
+            for k in range(1, len(q)):
+                covered.update(frozenset(c) for c in itertools.combinations(q, k))
+        else:
+            covered.update(t for t in sets if t < s)
+    roots = [q for s, q in sets.items() if s not in covered]
+    owner = {}
+    for r in sorted(roots, key=len, reverse=True):
+        fr = frozenset(r)
+        owner[fr] = r
+        if len(r) <= _SUBSET_LIMIT:
+            for k in range(1, len(r)):
+                for c in itertools.combinations(r, k):
+                    owner.setdefault(frozenset(c), r)
+        else:
+            for t in sets:
+                if t < fr:
+                    owner.setdefault(t, r)
+    return roots, owner
+
+
+_SUBSET_LIMIT = 12   # cliques up to 12 attributes list their 4,094 subsets; larger ones compare
 
 
 class GraphicalModel:
@@ -96,18 +131,17 @@ class GraphicalModel:
             for a in attrs:
                 if a not in self.domain:
                     raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
-        distinct = list(dict.fromkeys(queries))
-        roots = [q for q in distinct
-                 if not any(len(r) > len(q) and set(q) <= set(r) for r in distinct)]
+        roots, owner = _roots(queries)
         done = dict(zip(roots, self.calibrated.project_many(roots)))
         out = []
         for attrs in queries:
-            factor = done.get(attrs)
-            if factor is None:
-                source = next(done[r] for r in roots if set(attrs) <= set(r))
+            source = done[owner[frozenset(attrs)]]
+            if set(source.attributes) != set(attrs):
                 factor = source.project(attrs)
-            elif tuple(factor.attributes) != attrs:
-                factor = factor.transpose(attrs)
+            elif tuple(source.attributes) != attrs:
+                factor = source.transpose(attrs)
+            else:
+                factor = source
             out.append(Factor(factor.domain, factor.values * self.total))
         return out
 

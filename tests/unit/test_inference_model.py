@@ -105,3 +105,21 @@ def test_adult_spanning_tree_post_processing_beats_the_noisy_marginals():
     assert noisy_l1 == pytest.approx(33659.9, abs=0.1)
     assert model_l1 == pytest.approx(15264.8, rel=1e-3)
     assert model_l1 < 0.5 * noisy_l1
+
+
+def test_project_many_matches_single_projections_on_random_query_lists():
+    """The subset-listing root finder against one projection per query (hypothesis)."""
+    from hypothesis import given, settings, strategies as st
+    domain, model = small_model(2)
+    attrs = st.lists(st.sampled_from(domain.attrs), min_size=0, max_size=4, unique=True).map(tuple)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(attrs, min_size=1, max_size=12))
+    def check(queries):
+        got = model.project_many(queries)
+        for q, f in zip(queries, got):
+            want = model.project(q)
+            assert f.attributes == want.attributes
+            np.testing.assert_allclose(f.values, want.values, rtol=1e-12, atol=1e-9)
+
+    check()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -34,7 +35,7 @@ import pandas as pd
 from dpcore.errors import InvalidArgumentError
 from dpcore.schema import (
     INFER_WARNING, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
-    default_file_mode, equal_width_edges,
+    default_file_mode, equal_width_edges, integer_bin_range, with_points,
 )
 
 DEFAULT_CHUNK_ROWS = 500_000
@@ -66,6 +67,35 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _number_key(text: Any) -> float | None:
+    """The value of a plain ASCII decimal literal ("32", "32.0", "3.2e1"), else None."""
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text.strip()):
+        return None
+    value = float(text)
+    return value if np.isfinite(value) else None
+
+
+def _match_numbers(col: CategoricalColumn, series: pd.Series, codes: np.ndarray,
+                   unknown: np.ndarray) -> None:
+    """Numeric categories match by value: "32" in a schema matches 32.0 from pandas or Parquet
+    and "32.0" in a CSV, so one schema encodes every input format the same way."""
+    keys: dict[float, int] = {}
+    for code, label in enumerate(col.categories):
+        key = _number_key(label)
+        if key is not None:
+            keys.setdefault(key, code)
+    if not keys:
+        return
+    rows = np.flatnonzero(unknown)
+    for i, value in zip(rows, series.to_numpy(object)[rows]):
+        code = keys.get(_number_key(value)) if isinstance(value, str) else None
+        if code is not None:
+            codes[i] = code
+
+
 def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.ndarray,
                         offset: int) -> np.ndarray:
     if not pd.api.types.is_string_dtype(series):
@@ -76,6 +106,9 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
     codes = pd.Index(list(col.categories), dtype=object).get_indexer(series.to_numpy(object))
     codes = codes.astype(np.int64)
     unknown = (codes < 0) & ~missing
+    if unknown.any():
+        _match_numbers(col, series, codes, unknown)
+        unknown = (codes < 0) & ~missing
     if unknown.any():
         if col.other_code is None:
             i = _first(unknown)
@@ -124,8 +157,19 @@ def _encode_numeric(col: NumericColumn, series: pd.Series, missing: np.ndarray,
             raise _bad(col, offset + i + 1, series.iloc[i],
                        f"is {side} bound {bound:g} (set out_of_bounds: clip to clip it)")
     safe = np.clip(np.where(missing, col.lower, values), col.lower, col.upper)
-    edges = np.asarray(col.edges, dtype=np.float64)
-    return np.clip(np.searchsorted(edges, safe, side="right") - 1, 0, col.bins - 1)
+    return bin_codes(col.edges, safe)
+
+
+def bin_codes(edges: Sequence[float], values: np.ndarray) -> np.ndarray:
+    """The numeric bin of each value; a value equal to a point mass (a repeated edge pair) gets
+    the point's own bin, not the bin after it."""
+    e = np.asarray(edges, dtype=np.float64)
+    bins = len(e) - 1
+    codes = np.clip(np.searchsorted(e, values, side="right") - 1, 0, bins - 1)
+    first = np.searchsorted(e, values, side="left")            # first edge >= value
+    idx = np.minimum(first, bins - 1)
+    point = (first < bins) & (e[idx] == values) & (e[idx + 1] == values)
+    return np.where(point, idx, codes)
 
 
 def _encode_code(col: CodeColumn, series: pd.Series, missing: np.ndarray, offset: int
@@ -253,12 +297,9 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
 
 
 def _bin_integer_range(col: NumericColumn, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    edges = np.asarray(col.edges)
-    lo, hi = edges[k], edges[k + 1]
-    last = k == col.bins - 1
-    a = np.ceil(lo)
-    b = np.where(last, np.floor(hi), np.ceil(hi) - 1)
-    return a, b
+    """Vectorised schema.integer_bin_range: the integers a..b of each bin k."""
+    ranges = np.array([integer_bin_range(col.edges, j) for j in range(col.bins)], dtype=np.float64)
+    return ranges[k, 0], ranges[k, 1]
 
 
 def _decode_numeric(col: NumericColumn, k: np.ndarray, rng: np.random.Generator,
@@ -343,6 +384,34 @@ def _parse_float(text: str) -> float | None:
         return None
 
 
+FEW_VALUES = 12            # a numeric column with at most this many values is drafted categorical
+POINT_MASS_SHARE = 0.05   # a value holding this share of the rows is drafted as its own bin
+_MAX_TRACKED = 1000
+
+
+def _count_values(st: dict[str, Any], nums: np.ndarray) -> None:
+    """Running value counts (the heaviest _MAX_TRACKED values: enough to find point masses)."""
+    values, counts = np.unique(nums, return_counts=True)
+    merged = st["counts"]
+    for v, c in zip(values.tolist(), counts.tolist()):
+        merged[v] = merged.get(v, 0) + c
+    if len(merged) > _MAX_TRACKED:
+        keep = sorted(merged.items(), key=lambda kv: -kv[1])[:_MAX_TRACKED]
+        st["counts"] = dict(keep)
+        st["counts"][float("nan")] = 0          # marks "more values than tracked"
+    st["rows"] += len(nums)
+
+
+def _point_masses(st: dict[str, Any]) -> list[float]:
+    rows = max(st["rows"], 1)
+    return sorted(v for v, c in st["counts"].items()
+                  if np.isfinite(v) and c / rows >= POINT_MASS_SHARE)[:8]
+
+
+def _number_text(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
 def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
                  bounds: Mapping[str, tuple[float, float]] | None = None,
                  categories: Mapping[str, Sequence[str]] | None = None,
@@ -352,10 +421,15 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
     ``(lower, upper)``; integer when both are ints) or ``categories``: those columns are read
     from the data, and the schema's ``warning`` names them.
 
-    >>> df = pd.DataFrame({"x": ["1", "5", "3"], "c": ["a", "b", "a"]})
+    A numeric column with at most FEW_VALUES distinct values is drafted as categorical, and a
+    value holding at least POINT_MASS_SHARE of the rows gets its own bin (a point mass).
+
+    >>> df = pd.DataFrame({"x": [str(v) for v in range(40)] + ["0"] * 10, "c": ["a", "b"] * 25})
     >>> s = infer_schema(df, categories={"c": ["a", "b", "z"]}, bins=4)
     >>> s["x"].edges, s["c"].categories, "x" in s.warning
-    ((1.0, 2.0, 3.0, 4.0, 5.0), ('a', 'b', 'z'), True)
+    ((0.0, 1.0, 10.0, 20.0, 30.0, 39.0), ('a', 'b', 'z'), True)
+    >>> infer_schema(pd.DataFrame({"age": ["22.0", "27.0", "32.0"] * 5}))["age"].categories
+    ('22', '27', '32')
     """
     bounds, categories = dict(bounds or {}), dict(categories or {})
     if isinstance(chunks, pd.DataFrame):
@@ -370,8 +444,8 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
                 raise InvalidArgumentError(f"--bounds/--categories name column(s) {unknown} "
                                            f"that are not in the data")
             stats = {c: {"values": set(), "numeric": True, "integer": True, "lo": np.inf,
-                         "hi": -np.inf, "missing": False} for c in order
-                     if c not in bounds and c not in categories}
+                         "hi": -np.inf, "missing": False, "counts": {}, "rows": 0}
+                     for c in order if c not in bounds and c not in categories}
         for name, st in stats.items():
             series = chunk[name]
             missing = _missing_mask(series, missing_values)
@@ -386,6 +460,7 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
                 elif len(nums):
                     st["lo"], st["hi"] = min(st["lo"], nums.min()), max(st["hi"], nums.max())
                     st["integer"] &= bool((nums == np.floor(nums)).all())
+                    _count_values(st, nums)
     if order is None:
         raise InvalidArgumentError("the data has no header")
     columns: list[Column] = []
@@ -400,13 +475,16 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
         else:
             st = stats[name]
             miss = "code" if st["missing"] else "error"
-            if st["numeric"] and np.isfinite(st["lo"]):
+            if st["numeric"] and np.isfinite(st["lo"]) and len(st["counts"]) <= FEW_VALUES:
+                # A few-valued number (a 6-valued age, a 1-5 rating) is a category: bins would
+                # decode it to values that never occur.
+                cats = tuple(_number_text(v) for v in sorted(st["counts"]))
+                columns.append(CategoricalColumn(name, cats, missing=miss))  # type: ignore
+            elif st["numeric"] and np.isfinite(st["lo"]):
                 lo, hi, integer = st["lo"], st["hi"], st["integer"]
-                if lo == hi:
-                    edges: tuple[float, ...] = (float(lo), float(hi))
-                else:
-                    nb = min(bins, int(hi - lo + 1)) if integer else bins
-                    edges = equal_width_edges(lo, hi, nb, integer)
+                nb = min(bins, int(hi - lo + 1)) if integer else bins
+                edges = with_points(equal_width_edges(lo, hi, nb, integer), _point_masses(st),
+                                    integer)
                 columns.append(NumericColumn(name, edges, integer, missing=miss))  # type: ignore
             else:
                 if len(st["values"]) > max_categories:

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from dpcore.evaluation import EvaluationResult
-from dpcore.schema import CategoricalColumn, NumericColumn, Schema, atomic_write_text
+from dpcore.schema import (CategoricalColumn, NumericColumn, Schema, atomic_write_text,
+                           integer_bin_range)
 
 _MAX_TICKS = 24
 
@@ -48,8 +49,7 @@ def _labels(col: Any) -> list[str]:
         out = []
         for k in range(col.bins):
             if col.integer:   # the integers a..b the bin holds
-                a = math.ceil(e[k])
-                b = math.floor(e[k + 1]) if k == last else math.ceil(e[k + 1]) - 1
+                a, b = integer_bin_range(e, k)
                 out.append(f"{a}" if a == b else f"{a}-{b}")
             else:
                 out.append(f"{e[k]:g}" if e[k] == e[k + 1] else

@@ -12,11 +12,15 @@ private). Two kinds of file are accepted, told apart by content:
 
 Codes are laid out per column as: categories (or bins) in order, then the "other" bucket if
 any, then the missing code if any. Numeric bin k is ``[e_k, e_{k+1})``; the last bin is closed
-``[e_{K-1}, e_K]``. Edges never decrease; an edge may repeat only as the last pair, which makes
-the last bin the single point ``e_K`` (a top-coded value, e.g. Adult's capital-gain 99999).
+``[e_{K-1}, e_K]``. Edges never decrease. An edge that repeats, ``e_k == e_{k+1} == p``, makes
+bin k the single value p (a *point mass*: the 0 of a zero-heavy count, a top-coded 99999), and
+the bin after it excludes p: ``(p, e_{k+2})``. A spec lists its point masses with ``"points"``
+(each becomes its own bin wherever it falls) or writes the repeated edges itself. Decoding is
+uniform within a bin (integers: uniform over the bin's integers), and exact for a point.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -171,21 +175,64 @@ def equal_width_edges(lower: float, upper: float, bins: int, integer: bool) -> t
     return tuple(float(lower + (upper - lower) * k / bins) for k in range(bins)) + (float(upper),)
 
 
+def with_points(edges: tuple[float, ...], points: Sequence[float],
+                integer: bool = False) -> tuple[float, ...]:
+    """``edges`` with each point mass p made its own bin, wherever it falls.
+
+    Integer columns split the run of integers holding p into ``a..p-1``, ``p``, ``p+1..b``
+    (empty runs dropped), so a point is an ordinary bin ``[p, p+1)`` (the repeated pair only
+    when it is the top value). Other columns repeat p: the bin ``[p, p]``, then ``(p, next)``.
+    """
+    for p in points:
+        if not edges[0] <= p <= edges[-1]:
+            raise InvalidArgumentError(f"point {p:g} lies outside the bounds "
+                                       f"[{edges[0]:g}, {edges[-1]:g}]")
+        if integer and not float(p).is_integer():
+            raise InvalidArgumentError(f"point {p:g} of an integer column is not an integer")
+    if not points:
+        return tuple(edges)
+    if integer:
+        runs = [integer_bin_range(edges, k) for k in range(len(edges) - 1)]
+        for p in sorted({int(p) for p in points}):
+            k = next(i for i, (a, b) in enumerate(runs) if a <= p <= b)
+            a, b = runs[k]
+            runs[k:k + 1] = [r for r in ((a, p - 1), (p, p), (p + 1, b)) if r[0] <= r[1]]
+        return tuple(float(a) for a, _ in runs) + (float(runs[-1][1]),)
+    out = list(edges)
+    for p in sorted(set(points)):
+        while out.count(p) < 2:
+            out.insert(bisect.bisect_left(out, p), p)
+    return tuple(out)
+
+
+def integer_bin_range(edges: Sequence[float], k: int) -> tuple[int, int]:
+    """The integers ``a..b`` numeric bin k holds (a > b: none)."""
+    lo, hi = edges[k], edges[k + 1]
+    if lo == hi:
+        return math.ceil(lo), math.floor(hi)
+    last = k == len(edges) - 2
+    a = math.floor(lo) + 1 if k >= 1 and edges[k - 1] == lo else math.ceil(lo)  # after a point
+    return a, (math.floor(hi) if last else math.ceil(hi) - 1)
+
+
 def _check_edges(column: str, edges: tuple[float, ...], integer: bool) -> None:
     if len(edges) < 2:
-        raise _fail(column, f"bins needs at least 2 edges, got {list(edges)}")
+        raise _fail(column, f"bins needs at least 2 edges, got {list(edges)[:4]}")
     for k in range(len(edges) - 1):
         a, b = edges[k], edges[k + 1]
-        last = k == len(edges) - 2
-        if b < a or (b == a and not last):
-            raise _fail(column, f"bin edges must increase (bins may not overlap or be empty), "
-                                f"but edge {k} = {a:g} is followed by {b:g}")
+        if b < a:
+            raise _fail(column, f"bin edges must not decrease, but edge {k} = {a:g} is "
+                                f"followed by {b:g}")
+        if b == a and k + 2 < len(edges) and edges[k + 2] == a:
+            raise _fail(column, f"edge {a:g} appears three times: a point mass is one repeated "
+                                "pair of edges")
     if integer:
         for k in range(len(edges) - 1):
-            a, b = edges[k], edges[k + 1]
-            last = k == len(edges) - 2
-            if math.ceil(a) > (math.floor(b) if last else math.ceil(b) - 1):
-                raise _fail(column, f"integer bin {k} = [{a:g}, {b:g}{']' if last else ')'} "
+            if edges[k] == edges[k + 1] and not float(edges[k]).is_integer():
+                raise _fail(column, f"point {edges[k]:g} of an integer column is not an integer")
+            a, b = integer_bin_range(edges, k)
+            if a > b:
+                raise _fail(column, f"integer bin {k} (from {edges[k]:g} to {edges[k + 1]:g}) "
                                     f"contains no integer")
 
 
@@ -234,6 +281,15 @@ def column_from_dict(name: str, spec: Any) -> Column:
                 raise _fail(name, str(err)) from None
         else:
             raise _fail(name, f"'bins' must be a count or a list of edges, got {bins!r}")
+        points = spec.get("points", [])
+        if not isinstance(points, list):
+            raise _fail(name, f"'points' must be a list of numbers, got {points!r}")
+        try:
+            edges = with_points(edges, [_number(name, "points", p) for p in points], integer)
+        except SchemaError:
+            raise
+        except InvalidArgumentError as err:
+            raise _fail(name, str(err)) from None
         _check_edges(name, edges, integer)
         return NumericColumn(
             name, edges, integer,

@@ -66,7 +66,7 @@ def edit_data(work, old, new):
     (lambda w: edit_data(w, "green,7,n", "green,11,n"), "above the upper bound 10"),
     (lambda w: (w / "schema.json").write_text(json.dumps({"columns": dict(
         SCHEMA["columns"], size={"type": "numeric", "bins": [0, 5, 3, 10]})})),
-     "bin edges must increase"),
+     "bin edges must not decrease"),
     (lambda w: (w / "schema.json").write_text("{"), "not valid JSON"),
     (lambda w: (w / "data.csv").write_text(""), "empty"),
 ])

@@ -33,7 +33,7 @@ def test_domain_file_is_told_apart_from_schema_by_content():
 
 @pytest.mark.parametrize("spec, message", [
     ({"type": "numeric", "bins": [0, 5, 3, 10]}, "edge 1 = 5 is followed by 3"),
-    ({"type": "numeric", "bins": [0, 5, 5, 10]}, "edge 1 = 5 is followed by 5"),
+    ({"type": "numeric", "bins": [0, 5, 5, 5, 10]}, "edge 5 appears three times"),
     ({"type": "numeric", "bins": [0, 10], "lower": 1}, "'lower' = 1 disagrees"),
     ({"type": "numeric", "lower": 5, "upper": 5, "bins": 2}, "'lower' must be < 'upper'"),
     ({"type": "numeric", "lower": 0, "upper": 3, "bins": 5, "integer": True}, "cannot have 5"),
@@ -175,12 +175,14 @@ def test_bundled_adult_encodes_to_the_kit_codes():
 
 
 def test_infer_warns_and_respects_public_flags():
-    frame = pd.DataFrame({"age": ["20", "30", "?"], "sex": ["F", "M", "F"],
-                          "w": ["1.5", "2.5", "3.0"]})
+    frame = pd.DataFrame({"age": ["20", "30", "?"] * 5, "sex": ["F", "M", "F"] * 5,
+                          "w": [f"{1.5 + k / 7:.3f}" for k in range(15)],
+                          "few": ["1.5", "2.5", "3.0"] * 5})
     s = infer_schema(frame, bounds={"age": (0, 99)}, missing_values=["?"], bins=10)
-    assert s.warning.startswith(INFER_WARNING) and "['sex', 'w']" in s.warning
+    assert s.warning.startswith(INFER_WARNING) and "['sex', 'w', 'few']" in s.warning
     assert s["age"].edges[0] == 0 and s["age"].edges[-1] == 99 and s["age"].integer
     assert s["sex"].categories == ("F", "M") and not s["w"].integer
+    assert s["few"].categories == ("1.5", "2.5", "3")     # few-valued: a category per value
     public = infer_schema(frame[["sex"]], categories={"sex": ["F", "M", "X"]})
     assert public.warning is None
     with pytest.raises(ValueError, match="not in the data"):

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dpcore.datetimes import DatetimeColumn, from_units, to_units
 from dpcore.errors import InvalidArgumentError
 from dpcore.schema import (
     INFER_WARNING, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
@@ -141,7 +142,16 @@ def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: 
 
 def _encode_numeric(col: NumericColumn, series: pd.Series, missing: np.ndarray,
                     offset: int) -> np.ndarray:
-    values = _parse_numbers(col, series, missing, offset)
+    if isinstance(col, DatetimeColumn):
+        values = to_units(series.where(~missing), col)
+        bad = ~missing & ~np.isfinite(values)
+        if bad.any():
+            i = _first(bad)
+            how = f"the format {col.format!r}" if col.format else "ISO 8601"
+            raise _bad(col, offset + i + 1, series.iloc[i],
+                       f"is not a timestamp in {how} at the resolution {col.resolution}")
+    else:
+        values = _parse_numbers(col, series, missing, offset)
     if col.integer:
         frac = ~missing & (values != np.floor(np.where(missing, 0.0, values)))
         if frac.any():
@@ -344,7 +354,9 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: int | None = None,
             data[col.name] = pd.Series(table[np.where(miss, len(labels), k)], dtype=object)
             continue
         values = _decode_numeric(col, np.where(miss, 0, k), rng, method or col.decode)
-        if col.integer:
+        if isinstance(col, DatetimeColumn):
+            data[col.name] = pd.Series(np.where(miss, None, from_units(values, col)), dtype=object)
+        elif col.integer:
             s = pd.Series(values.astype(np.int64))
             data[col.name] = s.astype("Int64").mask(miss) if miss.any() else s
         else:

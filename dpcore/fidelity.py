@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from dpcore.datetimes import DatetimeColumn
 from dpcore.errors import InvalidArgumentError
 from dpcore.schema import NumericColumn, Schema
 
@@ -85,7 +86,8 @@ def compare(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, *,
     """Column statistics and correlations of the numeric columns of ``schema``."""
     if not 0 < point_mass < 1:
         raise InvalidArgumentError(f"point_mass must be in (0, 1), got {point_mass}")
-    numeric = [c.name for c in schema.columns if isinstance(c, NumericColumn)]
+    numeric = [c.name for c in schema.columns
+               if isinstance(c, NumericColumn) and not isinstance(c, DatetimeColumn)]
     stats, real_cols, synth_cols = [], [], []
     for name in numeric:
         r = numeric_values(real, schema, name, schema.missing_values)

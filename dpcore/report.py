@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcore.datetimes import DatetimeColumn
 from dpcore.evaluation import EvaluationResult
 from dpcore.schema import (CategoricalColumn, NumericColumn, Schema, atomic_write_text,
                            integer_bin_range)
@@ -48,7 +49,10 @@ def _labels(col: Any) -> list[str]:
         e, last = col.edges, col.bins - 1
         out = []
         for k in range(col.bins):
-            if col.integer:   # the integers a..b the bin holds
+            if isinstance(col, DatetimeColumn):
+                a, b = integer_bin_range(e, k)
+                out.append(col.text(a) if a == b else f"{col.text(a)}..{col.text(b)}")
+            elif col.integer:   # the integers a..b the bin holds
                 a, b = integer_bin_range(e, k)
                 out.append(f"{a}" if a == b else f"{a}-{b}")
             else:

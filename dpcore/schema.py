@@ -296,12 +296,16 @@ def column_from_dict(name: str, spec: Any) -> Column:
             _choice(name, spec, "out_of_bounds", ("error", "clip"), "error"),  # type: ignore
             _choice(name, spec, "missing", ("error", "code"), "error"),  # type: ignore
             _choice(name, spec, "decode", ("uniform", "midpoint"), "uniform"))  # type: ignore
+    if kind == "datetime":
+        from dpcore.datetimes import datetime_column_from_dict
+        return datetime_column_from_dict(name, spec)
     if kind == "code":
         size = spec.get("size")
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise _fail(name, f"'size' must be an integer >= 1, got {size!r}")
         return CodeColumn(name, size)
-    raise _fail(name, f"'type' must be 'categorical', 'numeric' or 'code', got {kind!r}")
+    raise _fail(name, f"'type' must be 'categorical', 'numeric', 'datetime' or 'code', "
+                      f"got {kind!r}")
 
 
 class Schema:

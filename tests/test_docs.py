@@ -50,8 +50,19 @@ def env(tmp_path):
 @pytest.mark.parametrize("language, code", blocks())
 def test_block_runs_verbatim(language, code, env):
     before = {p.name for p in ROOT.iterdir()}
+    runs = ROOT / "runs"
+    had_runs = {p.name for p in runs.iterdir()} if runs.is_dir() else set()
     command = [sys.executable, "-"] if language == "python" else ["bash", "-euo", "pipefail"]
-    done = subprocess.run(command, input=code, cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, f"{language} block failed:\n{code}\n--- stderr ---\n{done.stderr[-3000:]}"
-    assert {p.name for p in ROOT.iterdir()} <= before | {"runs"}, "a block left files in the root"
+    try:
+        done = subprocess.run(command, input=code, cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, (f"{language} block failed:\n{code}\n--- stderr ---\n"
+                                      f"{done.stderr[-3000:]}")
+        assert {p.name for p in ROOT.iterdir()} <= before | {"runs"}, "a block left files in the root"
+    finally:   # the blocks' own run folders are the test's debris, not the user's
+        if runs.is_dir():
+            for p in runs.iterdir():
+                if p.name not in had_runs:
+                    shutil.rmtree(p)
+            if not had_runs and not any(runs.iterdir()):
+                runs.rmdir()

@@ -29,20 +29,25 @@ __all__ = sorted(_EXPORTS) + ["datasets"]
 def _installed_copy():
     """The installed package's folder when this one is a source checkout without the compiled
     core (``python script.py`` run from the repository root after ``pip install .`` puts the
-    checkout first on sys.path): that copy has ``_core`` and is the code ``pip`` installed."""
+    checkout first on sys.path): that copy has ``_core`` and is the code ``pip`` installed.
+    Found on sys.path itself: package metadata would name the checkout, where ``pip install .``
+    leaves a ``dpcore.egg-info`` behind."""
+    import sys
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    def compiled(folder: Path) -> bool:   # the extension itself, not the _core.pyi stub
+        return any((folder / f"_core{suffix}").is_file() for suffix in EXTENSION_SUFFIXES)
+
     here = Path(__file__).resolve().parent
-    if any(here.glob("_core*")):
+    if compiled(here):
         return None
-    try:
-        from importlib.metadata import PackageNotFoundError, distribution
+    for entry in sys.path:
+        folder = Path(entry or ".") / "dpcore"
         try:
-            folder = Path(distribution("dpcore").locate_file("dpcore")).resolve()
-        except PackageNotFoundError:
-            return None
-    except Exception:  # a broken installation's metadata: keep the checkout
-        return None
-    if folder != here and any(folder.glob("_core*")):
-        return str(folder)
+            if folder.resolve() != here and compiled(folder):
+                return str(folder.resolve())
+        except OSError:
+            continue
     return None
 
 

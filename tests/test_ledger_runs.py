@@ -122,4 +122,4 @@ def test_killed_at_random_moments_never_verifies_as_pass_unless_it_finished(tabl
             assert closed and closed[-1].what["status"] == "completed" and out.exists()
         else:
             assert not closed
-    assert statuses[0] == "pass" and "incomplete" in statuses, statuses
+    assert statuses and statuses[0] == "pass" and "incomplete" in statuses, statuses

@@ -273,19 +273,25 @@ def exact_exponential_mechanism(scores, epsilon, sensitivity, rng=None) -> int:
     shape = np.shape(scores)
     if len(shape) != 1 or shape[0] == 0:
         raise InvalidArgumentError(f"scores must be a non-empty 1-D sequence, got shape {shape}")
-    q = [Fraction(num.finite(f"scores[{i}]", v)) for i, v in enumerate(scores)]
-    # gamma_r = p_r / den with integers: scale every score by the common denominator.
-    common = math.lcm(*(v.denominator for v in q))
-    ints = [v.numerator * (common // v.denominator) for v in q]
-    top = max(ints)
+    if isinstance(scores, np.ndarray) and scores.dtype.kind in "iu":
+        ints, common = scores, 1            # integer scores as they are: nothing to convert
+        top = int(scores.max())
+    elif all(type(v) is int for v in scores):
+        ints, common = scores, 1
+        top = max(ints)
+    else:
+        q = [Fraction(num.finite(f"scores[{i}]", v)) for i, v in enumerate(scores)]
+        # gamma_r = p_r / den with integers: scale every score by the common denominator.
+        common = math.lcm(*(v.denominator for v in q))
+        ints = [v.numerator * (common // v.denominator) for v in q]
+        top = max(ints)
     factor = epsilon.numerator * sensitivity.denominator
     den = 2 * epsilon.denominator * sensitivity.numerator * common
-    gaps = [factor * (top - v) for v in ints]
     src = _Bits(rng)
-    k = len(gaps)
-    while True:
+    k = len(ints)
+    while True:   # each gap is computed only for the candidate proposed
         r = src.below(k)
-        if _bernoulli_exp(gaps[r], den, src):
+        if _bernoulli_exp(factor * (top - int(ints[r])), den, src):
             return r
 
 

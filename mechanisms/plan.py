@@ -213,3 +213,52 @@ def plan_independent(domain, rho, *, rows=None, seed=None) -> Plan:
 
 
 PLANNERS = {"aim": plan_aim, "mst": plan_mst, "mwem": plan_mwem, "independent": plan_independent}
+
+
+# FEM (mechanisms.fem): the defaults below were chosen on small domains; the paper grid-searches
+# eps0 in [0.003, 0.019] and eta in [1, 4] (its Table 2) and its code uses s = 20 samples.
+FEM_EPSILON0 = 0.01
+FEM_MAX_SAMPLES = 1000
+
+
+def plan_fem(domain, rho, *, workload="all-3way", rounds=None, samples=20, eta=2.0,
+             total=None, total_share=0.05, keep="all", time_limit=10.0, rows=None,
+             seed=None) -> Plan:
+    """FEM (``mechanisms.fem.fem``), checked: the binarised domain and the query count are
+    capped (``mechanisms.fem.check_fem_domain``), and one selection reads every workload
+    marginal at once. Without ``rounds``, T is as many rounds of eps0 = ``FEM_EPSILON0`` as
+    the budget pays for (``exponential_rounds``), within [1, max_rounds]."""
+    from dpcore.accounting.calibration import exponential_rounds
+    from .fem import KEEP, check_fem_domain
+    d, rho = len(domain), Fraction(rho)
+    work = _workload(domain, workload)
+    cliques = [c for c, _ in work]
+    check_fem_domain(domain, cliques)
+    batch = _check_batch(max(sum(domain.size(c) for c in cliques), _largest_oneway(domain)),
+                         "an FEM selection", "use fewer or smaller marginals")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, numbers.Real)
+                              or not (math.isfinite(float(total)) and float(total) > 0)):
+        raise InvalidArgumentError(f"total must be a finite public count > 0, got {total!r}")
+    for name, value, top in (("eta", eta, math.inf), ("time_limit", time_limit, math.inf),
+                             ("total_share", total_share, 1.0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+                math.isfinite(float(value)) and 0 < float(value) < top):
+            bound = "< 1" if top == 1.0 else "finite"
+            raise InvalidArgumentError(f"{name} must be > 0 and {bound}, got {value!r}")
+    if isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or not (
+            1 <= samples <= FEM_MAX_SAMPLES):
+        raise InvalidArgumentError(f"samples must be an int in [1, {FEM_MAX_SAMPLES}], got {samples!r}")
+    if keep not in KEEP:
+        raise InvalidArgumentError(f"keep must be one of {KEEP}, got {keep!r}")
+    if rounds is None:
+        share = rho if total is not None else rho * (1 - Fraction(float(total_share)))
+        T = min(max(1, exponential_rounds(share, FEM_EPSILON0)), max_rounds(d))
+    else:
+        T = _check_rounds(rounds, d, 1)
+    options = {"workload": work, "rounds": T, "samples": int(samples), "eta": float(eta),
+               "total": None if total is None else float(total),
+               "total_share": float(total_share), "keep": keep, "time_limit": float(time_limit)}
+    return Plan("fem", rho, MappingProxyType(options), check_rows(rows, d), check_seed(seed), batch)
+
+
+PLANNERS["fem"] = plan_fem

@@ -436,3 +436,46 @@ class Independent(Synthesizer):
 
 def synthesizer_names() -> Sequence[str]:
     return sorted(Synthesizer._registry)
+
+
+class FEM(Synthesizer):
+    """FEM (Vietri et al. 2020): exponential-mechanism query selection and a follow-the-
+    perturbed-leader data player on a MILP oracle (``mechanisms.fem``).
+
+    ``workload``: as for AIM. ``rounds``: T (default: as many rounds of eps0 = 0.01 as the
+    budget pays for). ``samples``: oracle calls a round (s, default 20). ``eta``: the
+    perturbation's mean. ``total``: a public record count (else a noisy count costs
+    ``total_share`` of the budget). ``keep``: "all" or "later-half" of the samples.
+    ``time_limit``: seconds per oracle call.
+    """
+
+    name = "fem"
+
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
+                 workload: WorkloadSpec = "all-3way", rounds: int | None = None,
+                 samples: int = 20, eta: float = 2.0, total: float | None = None,
+                 total_share: float = 0.05, keep: str = "all", time_limit: float = 10.0,
+                 **kwargs: Any) -> None:
+        super().__init__(epsilon, delta, **kwargs)
+        self.workload, self.rounds, self.samples, self.eta = workload, rounds, samples, eta
+        self.total, self.total_share, self.keep, self.time_limit = total, total_share, keep, time_limit
+
+    def _parameters(self) -> dict[str, Any]:
+        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
+                "samples": self.samples, "eta": self.eta, "total": self.total,
+                "total_share": self.total_share, "keep": self.keep, "time_limit": self.time_limit}
+
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_fem
+        workload = self.workload
+        if isinstance(workload, (str, os.PathLike)):
+            workload = parse_workload(workload, list(domain.attrs))
+        return plan_fem(domain, rho, workload=workload, rounds=self.rounds, samples=self.samples,
+                        eta=self.eta, total=self.total, total_share=self.total_share,
+                        keep=self.keep, time_limit=self.time_limit, rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
+        from .fem import fem
+        return fem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
+                   **plan.options)

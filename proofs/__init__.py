@@ -34,6 +34,7 @@ MODULES = (
     "merged_cells",
     "mst_calibration",
     "cost_rounding",
+    "fem_selection",
 )
 
 

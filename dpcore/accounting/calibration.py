@@ -146,3 +146,23 @@ def _sqrt_near(x: Fraction) -> Fraction:
     shift += shift % 2
     root = math.isqrt((p << shift) // q)
     return Fraction(root, 1 << (shift // 2))
+
+
+def exponential_rounds(rho, epsilon) -> int:
+    """Largest T such that T exponential mechanisms with this ``epsilon`` fit ``rho``: each is
+    charged its cost epsilon**2/8 rounded up onto the ledger's grid, and T charges compose by
+    addition (zCDP composition), so T = floor(rho / charged cost).
+
+    Privacy: ``ExponentialEvent(epsilon, sensitivity)`` is epsilon**2/8-zCDP (Cesar & Rogers
+    2021; proofs/exponential_mechanism.py); FEM's T rounds (proofs/fem_selection.py), which
+    also compares T with the paper's advanced composition.
+
+    >>> exponential_rounds(Fraction(1, 8), 0.5)
+    4
+    """
+    rho = num.positive("rho", rho)
+    epsilon = num.positive("epsilon", epsilon)
+    cost = num.round_cost_up(Fraction(epsilon) ** 2 / 8)
+    if cost <= 0:
+        raise InvalidArgumentError(f"epsilon is too small to cost anything, got {epsilon!r}")
+    return int(Fraction(rho) // cost)

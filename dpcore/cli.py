@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
-MECHANISMS = ("aim", "mst", "mwem", "independent")
+MECHANISMS = ("aim", "mst", "mwem", "independent", "fem")
 RESULT_FORMAT = "dpcore-result"
 
 
@@ -256,8 +256,13 @@ def _synth(args: argparse.Namespace) -> int:
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)
+    elif args.mechanism == "fem":
+        if args.max_model_size is not None:
+            raise CliError("--max-model-size applies to aim and mwem, not fem")
+        options.update(workload=args.workload, rounds=args.rounds)
+        options.pop("noise")          # FEM measures nothing: it only selects
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
-        raise CliError(f"--workload, --max-model-size and --rounds apply to aim and mwem, "
+        raise CliError(f"--workload, --max-model-size and --rounds apply to aim, mwem and fem, "
                        f"not {args.mechanism}")
     synth = Synthesizer.create(args.mechanism, epsilon=epsilon, delta=delta, **options)
     # Part 2: the mechanism's own plan (sizes, rounds, model cap, rows, seed), from public
@@ -620,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("synth", help="fit a mechanism and write synthetic data + ledger")
     s.add_argument("--mechanism", choices=MECHANISMS, default="aim",
                    help="aim: recommended; mst: fast, the published MST; mwem: "
-                        "MWEM+PGM; independent: the baseline")
+                        "MWEM+PGM; independent: the baseline; fem: FEM (MILP oracle)")
     s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "

@@ -260,7 +260,6 @@ class Curator:
             start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             flat = np.concatenate(cells).astype(np.int64)
             scores = s * (2 * flat[start[j] + y] - np.array(totals, dtype=np.int64)[j]) - grid_off
-            scores = scores.tolist()
         else:   # 2^41 records or more: exact Python integers
             scores = [int(si) * (2 * int(cells[ji][yi]) - totals[ji]) - int(oi)
                       for ji, yi, si, oi in zip(j.tolist(), y.tolist(), s.tolist(), grid_off.tolist())]

@@ -15,6 +15,7 @@ _EXPORTS = {
     "MST": "mechanisms.synthesizer",
     "MWEM": "mechanisms.synthesizer",
     "Independent": "mechanisms.synthesizer",
+    "FEM": "mechanisms.synthesizer",
     "MechanismResult": "mechanisms.result",
     "RoundRecord": "mechanisms.result",
 }

@@ -38,7 +38,7 @@ from .result import MechanismResult, RoundRecord
 
 SchemaLike = Union[Schema, Mapping[str, Any], str, "os.PathLike[str]"]
 
-__all__ = ["AIM", "MST", "MWEM", "Independent", "Synthesizer"]
+__all__ = ["AIM", "FEM", "MST", "MWEM", "Independent", "Synthesizer"]
 
 # "discrete": the exact discrete Gaussian on counts (default; no floating point in the noise);
 # "gaussian": continuous float noise (same zCDP cost, but floats leak through their low bits).

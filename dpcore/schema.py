@@ -111,6 +111,12 @@ class CategoricalColumn:
         labels = self.categories + ((self.other,) if self.other is not None else ())
         seen: dict[Decimal, str] = {}
         for label in labels:  # linear: one dict insert per label
+            if not label.isascii():
+                try:
+                    label.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _fail(self.name, "labels must be valid Unicode text (a lone "
+                                           "surrogate cannot be written as UTF-8)") from None
             key = category_key(label)
             if isinstance(key, Decimal):
                 if key in seen:

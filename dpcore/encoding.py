@@ -160,7 +160,8 @@ def _category_code(value: Any, labels: pd.Index, numbers: dict[Decimal, int]) ->
     """The code of a value without an exact text match: numbers match by value (32.0 is the
     category "32"); other non-text values (e.g. booleans) by their text."""
     if isinstance(value, str):
-        return numbers.get(Decimal(value), -1) if PLAIN_DECIMAL.fullmatch(value) else -1
+        key = category_key(value)
+        return numbers.get(key, -1) if isinstance(key, Decimal) else -1
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return numbers.get(Decimal(int(value)), -1)
     if isinstance(value, (float, np.floating)):

@@ -14,6 +14,14 @@ Codes are laid out per column as: categories (or bins) in order, then the "other
 any, then the missing code if any. Numeric bin k is ``[e_k, e_{k+1})``; the last bin is closed
 ``[e_{K-1}, e_K]``. Edges never decrease; an edge may repeat only as the last pair, which makes
 the last bin the single point ``e_K`` (a top-coded value, e.g. Adult's capital-gain 99999).
+
+Limits, checked when a column is built (a :class:`SchemaError` names the column and the rule):
+every edge and every bin width is a finite float; a numeric column has at most
+:data:`MAX_BINS` = 2^20 bins; integer columns' edges and code columns' sizes lie within
++-2^53 (:data:`MAX_EXACT_INTEGER`), where a float holds every integer exactly; category labels
+are unique text, and labels that are the same number ("7", "7.0") count as one. A schema
+file is read by :mod:`dpcore.jsonio` (UTF-8, no duplicate keys, bounded nesting) and must say
+``"version": 1`` or nothing.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence, Union
 
@@ -66,8 +74,13 @@ def _fail(column: str | None, message: str) -> SchemaError:
 def category_key(label: str) -> str | Decimal:
     """What a category label matches: a label that is a plain decimal literal (see
     :data:`PLAIN_DECIMAL`) is a number, so ``"32"``, ``"32.0"`` and the float 32.0 are one
-    category; any other label is its text."""
-    return Decimal(label) if PLAIN_DECIMAL.fullmatch(label) else label
+    category; any other label (and a literal whose exponent Decimal cannot hold) is its text."""
+    if PLAIN_DECIMAL.fullmatch(label):
+        try:
+            return Decimal(label)
+        except InvalidOperation:
+            pass
+    return label
 
 
 def _category_label(column: str, value: Any) -> str:

@@ -117,6 +117,15 @@ def test_numbers_that_are_not_categories_stay_unknown():
             encode_frame(pd.DataFrame({"age": [value]}, dtype=object), s)
 
 
+def test_number_labels_beyond_decimal_range_are_text():
+    huge = "1e" + "9" * 30
+    s = schema(c={"type": "categorical", "categories": [huge, "1"]})
+    frame = pd.DataFrame({"c": [huge, "1.0", "1e" + "9" * 31]})
+    with pytest.raises(EncodingError, match="row 3: the value is not one of"):
+        encode_frame(frame, s)
+    assert encode_frame(frame[:2], s).tolist() == [[0], [1]]
+
+
 def test_categories_that_are_the_same_number_are_refused():
     with pytest.raises(SchemaError, match="'1' and '1.0' are the same number"):
         schema(c={"type": "categorical", "categories": ["1", "1.0"]})

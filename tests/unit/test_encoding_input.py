@@ -1,5 +1,7 @@
 """Input is parsed exactly as the user meant it, or refused with the rule it broke (issue 16),
 and data-derived messages withhold the value unless asked (issue 15)."""
+import doctest
+import importlib
 import json
 
 import numpy as np
@@ -26,6 +28,14 @@ def csv_file(tmp_path, text, name="d.csv"):
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8"))
     return path
+
+
+@pytest.mark.parametrize("name", ["dpcore.encoding", "dpcore.schema", "dpcore.jsonio",
+                                  "dpcore.evaluation"])
+def test_doctests(name):
+    failures, tried = doctest.testmod(importlib.import_module(name),
+                                      optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
 
 
 # ---------------------------------------------------------------- 1. ragged rows

@@ -4,7 +4,15 @@ decode codes back to values, read and write CSV/Parquet in chunks.
 Encoding validates every value: an unknown category, a number outside the public bounds, a
 non-number in a numeric column or a missing value the schema does not allow is an
 :class:`EncodingError` naming the column, the row (1-based, counting data rows after the
-header) and the value — unless the schema asks for clipping or an "other" bucket.
+header) and the rule — unless the schema asks for clipping or an "other" bucket. The value
+itself is sensitive data: it appears in the message (and in ``EncodingError.value``) only when
+the caller passes ``debug=True``. Every message is one line of at most 300 characters.
+
+Parsing is strict, so a file means one thing: a CSV row must have as many fields as the header
+(a trailing delimiter is an extra, empty field), header names are unique and non-empty, and a
+number is a plain ASCII decimal literal (:func:`parse_decimal`; no ``1_000``, no other
+scripts' digits). Categories match numbers by value, so ``"32"``, ``"32.0"`` and the float
+32.0 of a DataFrame or Parquet file are the same category.
 Decoding is post-processing of released codes (no privacy cost): labels for categories, a
 value inside the bin for numbers (uniform or midpoint; integer columns stay integers).
 
@@ -23,9 +31,14 @@ value inside the bin for numbers (uniform or midpoint; integer columns stay inte
 from __future__ import annotations
 
 import csv
+import functools
+import itertools
+import math
 import os
 import re
 import tempfile
+from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -34,27 +47,74 @@ import pandas as pd
 
 from dpcore.datetimes import DatetimeColumn, from_units, to_units
 from dpcore.errors import InvalidArgumentError
+from dpcore.jsonio import cap
 from dpcore.schema import (
-    INFER_WARNING, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
-    default_file_mode, equal_width_edges, integer_bin_range, with_points,
+    INFER_WARNING, PLAIN_DECIMAL, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
+    category_key, default_file_mode, equal_width_edges, integer_bin_range, with_points,
 )
 
 DEFAULT_CHUNK_ROWS = 500_000
+SNIFF_DELIMITERS = ",;\t|"
+"""The delimiters :func:`sniff_delimiter` chooses among (and :func:`infer_schema` looks for
+inside values, as a sign of the wrong delimiter)."""
 
 
 class EncodingError(InvalidArgumentError):
-    """A value in the data breaks the schema. ``column``, ``row`` (1-based) and ``value``
-    say where."""
+    """A value in the data breaks the schema. ``column`` and ``row`` (1-based) say where;
+    ``value`` holds the offending value only when the caller asked for ``debug=True``."""
 
     def __init__(self, message: str, *, column: str | None = None, row: int | None = None,
                  value: Any = None) -> None:
-        super().__init__(message)
+        super().__init__(cap(message))
         self.column, self.row, self.value = column, row, value
 
 
-def _bad(col: Column, row: int, value: Any, rule: str) -> EncodingError:
-    return EncodingError(f"column {col.name!r}, row {row}: value {value!r} {rule}",
-                         column=col.name, row=row, value=value)
+def _bad(col: Column, row: int, value: Any, rule: str, debug: bool) -> EncodingError:
+    if debug:
+        value = value.item() if isinstance(value, np.generic) else value
+        return EncodingError(f"column {col.name!r}, row {row}: value {cap(repr(value), 80)} "
+                             f"{rule}", column=col.name, row=row, value=value)
+    return EncodingError(f"column {col.name!r}, row {row}: the value {rule} [value withheld; "
+                         f"debug shows it]", column=col.name, row=row)
+
+
+def check_delimiter(sep: Any) -> str:
+    r"""``sep`` if it is a usable CSV delimiter: one printable ASCII character that is not a
+    letter, a digit or the quote ``"``, or a tab (the character, or the two characters
+    ``\t`` as typed in a shell).
+
+    >>> check_delimiter(";"), check_delimiter("\\t"), check_delimiter("\t")
+    (';', '\t', '\t')
+    """
+    if sep == "\\t":
+        return "\t"
+    if not isinstance(sep, str) or len(sep) != 1 or not (
+            sep == "\t" or (sep.isascii() and sep.isprintable())) or sep.isalnum() or sep == '"':
+        raise InvalidArgumentError(cap(
+            f"the delimiter must be one printable ASCII character that is not a letter, a digit "
+            f"or '\"' (or a tab, '\\t'), got {sep!r}"))
+    return sep
+
+
+def parse_decimal(text: str, *, what: str = "value") -> float:
+    """A plain decimal or scientific literal in ASCII (``12``, ``-0.5``, ``2e-3``) as a finite
+    float. Text Python would also read (``1_0``, ``inf``, ``١٢``, `` 5``) is an error.
+
+    >>> parse_decimal("2.5e-1")
+    0.25
+    >>> parse_decimal("1_0", what="--epsilon")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpcore.errors.InvalidArgumentError: --epsilon must be a plain decimal number (...), got '1_0'
+    """
+    if not isinstance(text, str) or not PLAIN_DECIMAL.fullmatch(text):
+        raise InvalidArgumentError(cap(
+            f"{what} must be a plain decimal number (ASCII digits, optional sign, point and "
+            f"exponent, e.g. 1.5 or 2e-3), got {cap(repr(text), 40)}"))
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidArgumentError(cap(f"{what} = {text} overflows a 64-bit float"))
+    return value
 
 
 def _missing_mask(series: pd.Series, tokens: Sequence[str]) -> np.ndarray:
@@ -68,80 +128,91 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
 
 
-def _number_key(text: Any) -> float | None:
-    """The value of a plain ASCII decimal literal ("32", "32.0", "3.2e1"), else None."""
-    if not isinstance(text, str) or not _DECIMAL.fullmatch(text.strip()):
-        return None
-    value = float(text)
-    return value if np.isfinite(value) else None
+def _number_of(value: Any) -> float:
+    """A value as a float: numbers as they are, text only in the plain decimal grammar; NaN
+    for anything else."""
+    if isinstance(value, str):
+        return float(value) if PLAIN_DECIMAL.fullmatch(value) else math.nan
+    return float(value) if _is_number(value) else math.nan
 
 
-def _match_numbers(col: CategoricalColumn, series: pd.Series, codes: np.ndarray,
-                   unknown: np.ndarray) -> None:
-    """Numeric categories match by value: "32" in a schema matches 32.0 from pandas or Parquet
-    and "32.0" in a CSV, so one schema encodes every input format the same way."""
-    keys: dict[float, int] = {}
+def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row indices into the distinct values (-1 for NA), so per-value Python work is paid
+    once per distinct value, not per row."""
+    index, uniques = pd.factorize(series.to_numpy(dtype=object), use_na_sentinel=True)
+    return index, np.asarray(uniques, dtype=object)
+
+
+@functools.lru_cache(maxsize=16)
+def _category_lookup(col: CategoricalColumn) -> tuple[pd.Index, dict[Decimal, int]]:
+    numbers = {}
     for code, label in enumerate(col.categories):
-        key = _number_key(label)
-        if key is not None:
-            keys.setdefault(key, code)
-    if not keys:
-        return
-    rows = np.flatnonzero(unknown)
-    for i, value in zip(rows, series.to_numpy(object)[rows]):
-        code = keys.get(_number_key(value)) if isinstance(value, str) else None
-        if code is not None:
-            codes[i] = code
+        key = category_key(label)
+        if isinstance(key, Decimal):
+            numbers[key] = code
+    return pd.Index(list(col.categories), dtype=object), numbers
+
+
+def _category_code(value: Any, labels: pd.Index, numbers: dict[Decimal, int]) -> int:
+    """The code of a value without an exact text match: numbers match by value (32.0 is the
+    category "32"); other non-text values (e.g. booleans) by their text."""
+    if isinstance(value, str):
+        key = category_key(value)
+        return numbers.get(key, -1) if isinstance(key, Decimal) else -1
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return numbers.get(Decimal(int(value)), -1)
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        return numbers.get(Decimal(repr(x)), -1) if math.isfinite(x) else -1
+    return int(labels.get_indexer([str(value)])[0])
 
 
 def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.ndarray,
-                        offset: int) -> np.ndarray:
-    if not pd.api.types.is_string_dtype(series):
-        # Non-text input (e.g. an int column of a DataFrame) is compared by its text form.
-        series = series.astype(object).where(series.notna(), None).map(
-            lambda v: v if v is None or isinstance(v, str) else str(v))
-    # Missing rows may get any code here; the caller overwrites them.
-    codes = pd.Index(list(col.categories), dtype=object).get_indexer(series.to_numpy(object))
-    codes = codes.astype(np.int64)
+                        offset: int, debug: bool) -> np.ndarray:
+    labels, numbers = _category_lookup(col)
+    index, uniques = _factorize(series)
+    table = np.append(labels.get_indexer(uniques).astype(np.int64), -1)
+    for i in np.flatnonzero(table[:-1] < 0):
+        table[i] = _category_code(uniques[i], labels, numbers)
+    # Index -1 (NA) picks the trailing -1. Missing rows may get any code here; the caller
+    # overwrites them.
+    codes = table[index]
     unknown = (codes < 0) & ~missing
-    if unknown.any():
-        _match_numbers(col, series, codes, unknown)
-        unknown = (codes < 0) & ~missing
     if unknown.any():
         if col.other_code is None:
             i = _first(unknown)
             raise _bad(col, offset + i + 1, series.iloc[i],
                        f"is not one of the schema's {len(col.categories)} categories "
-                       f"(add it, or give the column an 'other' bucket)")
+                       f"(add it, or give the column an 'other' bucket)", debug)
         codes[unknown] = col.other_code
     return codes
 
 
-def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: int
-                   ) -> np.ndarray:
+def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: int,
+                   debug: bool) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
             series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
-        text = series.to_numpy(dtype=object, na_value="nan").copy()
-        text[missing] = "nan"
-        try:  # numpy's C float parser; on any unparsable value fall back to locate it
-            values = text.astype(np.float64)
-        except (ValueError, TypeError):
-            values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(
-                dtype=np.float64, na_value=np.nan)
+        index, uniques = _factorize(series)
+        parsed = np.array([_number_of(u) for u in uniques] + [math.nan], dtype=np.float64)
+        values = parsed[index]  # index -1 (NA) picks the trailing NaN
     bad = ~missing & ~np.isfinite(values)
     if bad.any():
         i = _first(bad)
-        raise _bad(col, offset + i + 1, series.iloc[i], "is not a finite number")
+        raise _bad(col, offset + i + 1, series.iloc[i],
+                   "is not a finite plain decimal number (ASCII digits, optional sign, point "
+                   "and exponent)", debug)
     return values
 
 
 def _encode_numeric(col: NumericColumn, series: pd.Series, missing: np.ndarray,
-                    offset: int) -> np.ndarray:
+                    offset: int, debug: bool) -> np.ndarray:
     if isinstance(col, DatetimeColumn):
         values = to_units(series.where(~missing), col)
         bad = ~missing & ~np.isfinite(values)
@@ -149,15 +220,15 @@ def _encode_numeric(col: NumericColumn, series: pd.Series, missing: np.ndarray,
             i = _first(bad)
             how = f"the format {col.format!r}" if col.format else "ISO 8601"
             raise _bad(col, offset + i + 1, series.iloc[i],
-                       f"is not a timestamp in {how} at the resolution {col.resolution}")
+                       f"is not a timestamp in {how} at the resolution {col.resolution}", debug)
     else:
-        values = _parse_numbers(col, series, missing, offset)
+        values = _parse_numbers(col, series, missing, offset, debug)
     if col.integer:
         frac = ~missing & (values != np.floor(np.where(missing, 0.0, values)))
         if frac.any():
             i = _first(frac)
             raise _bad(col, offset + i + 1, series.iloc[i],
-                       "is not an integer (the schema says integer: true)")
+                       "is not an integer (the schema says integer: true)", debug)
     for side, out in (("below the lower", values < col.lower),
                       ("above the upper", values > col.upper)):
         out &= ~missing
@@ -165,7 +236,7 @@ def _encode_numeric(col: NumericColumn, series: pd.Series, missing: np.ndarray,
             i = _first(out)
             bound = col.lower if side.startswith("below") else col.upper
             raise _bad(col, offset + i + 1, series.iloc[i],
-                       f"is {side} bound {bound:g} (set out_of_bounds: clip to clip it)")
+                       f"is {side} bound {bound:g} (set out_of_bounds: clip to clip it)", debug)
     safe = np.clip(np.where(missing, col.lower, values), col.lower, col.upper)
     return bin_codes(col.edges, safe)
 
@@ -182,38 +253,40 @@ def bin_codes(edges: Sequence[float], values: np.ndarray) -> np.ndarray:
     return np.where(point, idx, codes)
 
 
-def _encode_code(col: CodeColumn, series: pd.Series, missing: np.ndarray, offset: int
-                 ) -> np.ndarray:
-    values = _parse_numbers(col, series, np.zeros(len(series), dtype=bool) | missing, offset)
+def _encode_code(col: CodeColumn, series: pd.Series, missing: np.ndarray, offset: int,
+                 debug: bool) -> np.ndarray:
+    values = _parse_numbers(col, series, missing, offset, debug)
     bad = missing | (values != np.floor(np.nan_to_num(values))) | (values < 0) | (
         values >= col.size)
     if bad.any():
         i = _first(bad)
         raise _bad(col, offset + i + 1, series.iloc[i],
-                   f"is not an integer code in 0..{col.size - 1} (domain size {col.size})")
+                   f"is not an integer code in 0..{col.size - 1} (domain size {col.size})", debug)
     return values.astype(np.int64)
 
 
-def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0) -> np.ndarray:
+def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
+                 debug: bool = False) -> np.ndarray:
     """Encode a DataFrame holding the schema's columns (any order, no others) to an
-    ``N x d`` code array in schema order, of dtype ``schema.code_dtype()``."""
+    ``N x d`` code array in schema order, of dtype ``schema.code_dtype()``. Errors name the
+    column, row and rule; ``debug=True`` adds the offending value (sensitive data)."""
     check_columns(list(frame.columns), schema)
     out = np.empty((len(frame), len(schema)), dtype=schema.code_dtype())
     for j, col in enumerate(schema.columns):
         series = frame[col.name]
         missing = _missing_mask(series, schema.missing_values)
         if isinstance(col, CodeColumn):
-            codes = _encode_code(col, series, missing, row_offset)
+            codes = _encode_code(col, series, missing, row_offset, debug)
         else:
             if isinstance(col, CategoricalColumn):
-                codes = _encode_categorical(col, series, missing, row_offset)
+                codes = _encode_categorical(col, series, missing, row_offset, debug)
             else:
-                codes = _encode_numeric(col, series, missing, row_offset)
+                codes = _encode_numeric(col, series, missing, row_offset, debug)
             if missing.any():
                 if col.missing_code is None:
                     i = _first(missing)
                     raise _bad(col, row_offset + i + 1, series.iloc[i],
-                               "is missing, and the schema says missing: error")
+                               "is missing, and the schema says missing: error", debug)
                 codes[missing] = col.missing_code
         out[:, j] = codes
     return out
@@ -222,15 +295,16 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0) ->
 def check_columns(header: Sequence[Any], schema: Schema) -> None:
     """The header must hold exactly the schema's columns, each once."""
     names = [str(h) for h in header]
-    dup = sorted({h for h in names if names.count(h) > 1})
+    dup = [h for h, k in Counter(names).items() if k > 1]
     if dup:
-        raise EncodingError(f"column {dup[0]!r} appears more than once in the header",
-                            column=dup[0])
-    missing = [n for n in schema.names if n not in names]
-    extra = [h for h in names if h not in schema.names]
+        raise EncodingError(f"column {dup[0]!r} appears more than once in the header "
+                            f"(column names must be unique)", column=dup[0])
+    present, wanted = set(names), set(schema.names)
+    missing = [n for n in schema.names if n not in present]
+    extra = [h for h in names if h not in wanted]
     if missing:
         hint = ""
-        if len(names) == 1 and any(d in names[0] for d in ";\t|"):
+        if len(names) == 1 and any(d in names[0] for d in SNIFF_DELIMITERS):
             hint = f" (the header is one field {names[0]!r}: wrong delimiter?)"
         raise EncodingError(f"the data lacks schema column(s) {missing}{hint}",
                             column=missing[0])
@@ -240,22 +314,71 @@ def check_columns(header: Sequence[Any], schema: Schema) -> None:
 
 
 def _read_header(path: Path, sep: str) -> list[str]:
+    """The header row, read by the csv module (pandas would rename a repeated name "x.1")."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             row = next(csv.reader(fh, delimiter=sep), None)
     except UnicodeDecodeError:
         raise EncodingError(f"{path}: not a UTF-8 text file") from None
+    except csv.Error as err:
+        raise EncodingError(f"{path}: malformed CSV header: {err}") from None
     if not row:
         raise EncodingError(f"{path}: the file is empty (no header row)")
+    for k, name in enumerate(row):
+        if not name:
+            raise EncodingError(f"{path}: header field {k + 1} is empty (a trailing delimiter? "
+                                f"every column needs a name)")
+    dup = [h for h, k in Counter(row).items() if k > 1]
+    if dup:
+        raise EncodingError(f"{path}: column {dup[0]!r} appears more than once in the header "
+                            f"(column names must be unique)", column=dup[0])
     return row
+
+
+def _check_rows(path: Path, sep: str, width: int) -> None:
+    """Every data row has ``width`` fields. pandas pads a short row and, when every row has
+    one field too many (a trailing delimiter), takes the first as the index."""
+    block = 1 << 16
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            next(reader, None)
+            for start in itertools.count(0, block):
+                counts = np.fromiter(map(len, itertools.islice(reader, block)), dtype=np.int64)
+                counts[counts == 0] = 1  # a blank line is one empty field
+                bad = np.flatnonzero(counts != width)
+                if bad.size:
+                    k = int(bad[0])
+                    raise EncodingError(
+                        f"{path}: row {start + k + 1} has {counts[k]} fields but the header "
+                        f"has {width} (a missing or trailing delimiter?)", row=start + k + 1)
+                if len(counts) < block:
+                    return
+    except UnicodeDecodeError:
+        raise EncodingError(f"{path}: not a UTF-8 text file") from None
+    except csv.Error as err:
+        raise EncodingError(f"{path}: malformed CSV near line {reader.line_num}: "
+                            f"{err}") from None
 
 
 def iter_csv_chunks(path: str | os.PathLike, *, sep: str = ",",
                     chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
-    """Yield the CSV in DataFrames of raw strings (no value interpretation)."""
+    """Yield the CSV in DataFrames of raw strings (no value interpretation), after checking
+    the header (unique, non-empty names) and that every row has the header's field count."""
+    sep = check_delimiter(sep)
+    p = Path(path)
+    header = _read_header(p, sep)
+    _check_rows(p, sep, len(header))
+    return _csv_chunks(p, sep, header, chunk_rows)
+
+
+def _csv_chunks(path: Path, sep: str, header: list[str], chunk_rows: int
+                ) -> Iterator[pd.DataFrame]:
     try:
-        reader = pd.read_csv(path, sep=sep, dtype=object, keep_default_na=False, na_filter=False,
-                             chunksize=chunk_rows, engine="c", encoding="utf-8")
+        reader = pd.read_csv(path, sep=sep, header=0, names=header, index_col=False,
+                             dtype=object, keep_default_na=False, na_filter=False,
+                             skip_blank_lines=False, chunksize=chunk_rows, engine="c",
+                             encoding="utf-8")
         with reader:
             yield from reader
     except pd.errors.ParserError as err:
@@ -284,19 +407,37 @@ def iter_table_chunks(path: str | os.PathLike, *, sep: str = ",",
         raise EncodingError(f"{path}: no such file")
     if p.suffix.lower() in (".parquet", ".pq"):
         return _iter_parquet(p, chunk_rows)
-    _read_header(p, sep)
     return iter_csv_chunks(p, sep=sep, chunk_rows=chunk_rows)
 
 
+def sniff_delimiter(path: str | os.PathLike) -> str:
+    """The delimiter of a CSV file, guessed by :class:`csv.Sniffer` from its first lines among
+    :data:`SNIFF_DELIMITERS`; ``","`` when the guess fails (e.g. a one-column file)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            sample = fh.read(1 << 16)
+    except UnicodeDecodeError:
+        raise EncodingError(f"{path}: not a UTF-8 text file") from None
+    except OSError as err:
+        raise EncodingError(f"{path}: cannot read it: {err.strerror or err}") from None
+    if len(sample) == 1 << 16 and "\n" in sample:
+        sample = sample[:sample.rindex("\n")]  # whole lines only
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=SNIFF_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+
+
 def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
-               chunk_rows: int = DEFAULT_CHUNK_ROWS) -> np.ndarray:
+               chunk_rows: int = DEFAULT_CHUNK_ROWS, debug: bool = False) -> np.ndarray:
     """Read and encode a table chunk by chunk. Memory: one chunk of strings plus the compact
-    code array (10 M rows x 15 columns of uint8 is 150 MB)."""
+    code array (10 M rows x 15 columns of uint8 is 150 MB). ``debug=True`` puts the offending
+    value in an error (sensitive data)."""
     parts: list[np.ndarray] = []
     rows = 0
     for chunk in iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows):
         try:
-            parts.append(encode_frame(chunk, schema, row_offset=rows))
+            parts.append(encode_frame(chunk, schema, row_offset=rows, debug=debug))
         except EncodingError as err:
             raise EncodingError(f"{path}: {err}", column=err.column, row=err.row,
                                 value=err.value) from None
@@ -329,9 +470,10 @@ def _decode_numeric(col: NumericColumn, k: np.ndarray, rng: np.random.Generator,
 
 
 def decode_codes(codes: np.ndarray, schema: Schema, *, seed: int | None = None,
-                 method: str | None = None) -> pd.DataFrame:
+                 method: str | None = None, debug: bool = False) -> pd.DataFrame:
     """Map an ``N x d`` code array back to a DataFrame of values. ``method`` overrides each
-    numeric column's ``decode`` ("uniform" or "midpoint"); ``seed`` fixes the uniform draws."""
+    numeric column's ``decode`` ("uniform" or "midpoint"); ``seed`` fixes the uniform draws;
+    ``debug=True`` puts an out-of-range code in the error."""
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[1] != len(schema):
         raise InvalidArgumentError(f"codes must be N x {len(schema)}, got shape {codes.shape}")
@@ -341,9 +483,12 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: int | None = None,
     data: dict[str, Any] = {}
     for j, col in enumerate(schema.columns):
         k = codes[:, j].astype(np.int64)
-        if k.size and (k.min() < 0 or k.max() >= col.size):
-            raise InvalidArgumentError(f"column {col.name!r}: codes must lie in "
-                                       f"0..{col.size - 1}, got {int(k.min())}..{int(k.max())}")
+        outside = (k < 0) | (k >= col.size)
+        if outside.any():
+            i = _first(outside)
+            shown = f" (it is {int(k[i])})" if debug else ""
+            raise InvalidArgumentError(f"column {col.name!r}, row {i + 1}: codes must lie in "
+                                       f"0..{col.size - 1}, and this one does not{shown}")
         if isinstance(col, CodeColumn):
             data[col.name] = k
             continue
@@ -368,6 +513,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, missing_token: 
                 sep: str = ",") -> None:
     """Write CSV (or Parquet by extension) to a temporary file beside ``path``, then rename:
     a failed write leaves no partial file."""
+    sep = check_delimiter(sep)
     target = Path(path)
     if not target.parent.is_dir():
         raise InvalidArgumentError(f"cannot write {str(path)!r}: directory "
@@ -389,21 +535,14 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, missing_token: 
         raise
 
 
-def _parse_float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
 FEW_VALUES = 12            # a numeric column with at most this many values is drafted categorical
 POINT_MASS_SHARE = 0.05   # a value holding this share of the rows is drafted as its own bin
 _MAX_TRACKED = 1000
 
 
-def _count_values(st: dict[str, Any], nums: np.ndarray) -> None:
-    """Running value counts (the heaviest _MAX_TRACKED values: enough to find point masses)."""
-    values, counts = np.unique(nums, return_counts=True)
+def _count_values(st: dict[str, Any], values: np.ndarray, counts: np.ndarray) -> None:
+    """Running value counts (the heaviest _MAX_TRACKED values: enough to find point masses);
+    ``counts[i]`` rows hold ``values[i]``."""
     merged = st["counts"]
     for v, c in zip(values.tolist(), counts.tolist()):
         merged[v] = merged.get(v, 0) + c
@@ -411,7 +550,7 @@ def _count_values(st: dict[str, Any], nums: np.ndarray) -> None:
         keep = sorted(merged.items(), key=lambda kv: -kv[1])[:_MAX_TRACKED]
         st["counts"] = dict(keep)
         st["counts"][float("nan")] = 0          # marks "more values than tracked"
-    st["rows"] += len(nums)
+    st["rows"] += int(counts.sum())
 
 
 def _point_masses(st: dict[str, Any]) -> list[float]:
@@ -431,7 +570,10 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
                  missing_values: Sequence[str] = ("",)) -> Schema:
     """Draft a schema. NOT PRIVATE for every column not covered by ``bounds`` (numeric,
     ``(lower, upper)``; integer when both are ints) or ``categories``: those columns are read
-    from the data, and the schema's ``warning`` names them.
+    from the data, and the schema's ``warning`` names them. A drafted categorical column whose
+    every value holds the same delimiter (one of :data:`SNIFF_DELIMITERS`) is refused: those are
+    whole records read with the wrong delimiter, and drafting them would copy the data into the
+    schema.
 
     A numeric column with at most FEW_VALUES distinct values is drafted as categorical, and a
     value holding at least POINT_MASS_SHARE of the rows gets its own bin (a point mass).
@@ -456,23 +598,28 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
                 raise InvalidArgumentError(f"--bounds/--categories name column(s) {unknown} "
                                            f"that are not in the data")
             stats = {c: {"values": set(), "numeric": True, "integer": True, "lo": np.inf,
-                         "hi": -np.inf, "missing": False, "counts": {}, "rows": 0}
+                         "hi": -np.inf, "missing": False, "seps": set(SNIFF_DELIMITERS),
+                         "counts": {}, "rows": 0}
                      for c in order if c not in bounds and c not in categories}
         for name, st in stats.items():
             series = chunk[name]
             missing = _missing_mask(series, missing_values)
             st["missing"] |= bool(missing.any())
             present = series[~missing]
+            index, uniques = _factorize(present)
+            texts = [str(u) for u in uniques]
+            st["seps"] = {d for d in st["seps"] if all(d in t for t in texts)}
             if len(st["values"]) <= max_categories:
-                st["values"].update(present.astype(str).unique().tolist())
+                st["values"].update(texts)
             if st["numeric"]:
-                nums = pd.to_numeric(present, errors="coerce").to_numpy(np.float64)
+                nums = np.array([_number_of(u) for u in uniques], dtype=np.float64)
                 if len(nums) and not np.isfinite(nums).all():
                     st["numeric"] = False
                 elif len(nums):
                     st["lo"], st["hi"] = min(st["lo"], nums.min()), max(st["hi"], nums.max())
                     st["integer"] &= bool((nums == np.floor(nums)).all())
-                    _count_values(st, nums)
+                    _count_values(st, nums, np.bincount(index[index >= 0],
+                                                        minlength=len(uniques)))
     if order is None:
         raise InvalidArgumentError("the data has no header")
     columns: list[Column] = []
@@ -499,6 +646,11 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
                                     integer)
                 columns.append(NumericColumn(name, edges, integer, missing=miss))  # type: ignore
             else:
+                if st["values"] and st["seps"]:
+                    raise InvalidArgumentError(
+                        f"column {name!r}: every value contains {min(st['seps'])!r}, so these "
+                        f"look like whole records read with the wrong delimiter; give the right "
+                        f"delimiter (refusing to copy the records into a schema)")
                 if len(st["values"]) > max_categories:
                     raise InvalidArgumentError(
                         f"column {name!r} has more than {max_categories} distinct values: "

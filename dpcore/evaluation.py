@@ -15,7 +15,6 @@ the data steward, not for release.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 
 from dpcore.errors import InvalidArgumentError
+from dpcore.jsonio import load_path
 
 Marginal = tuple[str, ...]
 Workload = list[tuple[Marginal, float]]
@@ -81,10 +81,7 @@ def parse_workload(spec: WorkloadSpec, names: Sequence[str]) -> Workload:
         if not path.is_file():
             raise InvalidArgumentError(f"workload must be one of {sorted(_NAMED)} or a JSON "
                                        f"file, got {spec!r} (no such file)")
-        try:
-            spec = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise InvalidArgumentError(f"{where} is not valid JSON: {err}") from None
+        spec = load_path(path, what=where)  # strict: UTF-8, no duplicate keys, bounded depth
         if isinstance(spec, dict):
             spec = spec.get("workload")
     if not isinstance(spec, (list, tuple)) or not spec:

@@ -17,6 +17,14 @@ bin k the single value p (a *point mass*: the 0 of a zero-heavy count, a top-cod
 the bin after it excludes p: ``(p, e_{k+2})``. A spec lists its point masses with ``"points"``
 (each becomes its own bin wherever it falls) or writes the repeated edges itself. Decoding is
 uniform within a bin (integers: uniform over the bin's integers), and exact for a point.
+
+Limits, checked when a column is built (a :class:`SchemaError` names the column and the rule):
+every edge and every bin width is a finite float; a numeric column has at most
+:data:`MAX_BINS` = 2^20 bins; integer columns' edges and code columns' sizes lie within
++-2^53 (:data:`MAX_EXACT_INTEGER`), where a float holds every integer exactly; category labels
+are unique text, and labels that are the same number ("7", "7.0") count as one. A schema
+file is read by :mod:`dpcore.jsonio` (UTF-8, no duplicate keys, bounded nesting) and must say
+``"version": 1`` or nothing.
 """
 from __future__ import annotations
 
@@ -24,17 +32,29 @@ import bisect
 import json
 import math
 import os
+import re
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence, Union
 
 import numpy as np
 
 from dpcore.errors import InvalidArgumentError
+from dpcore.jsonio import JsonInputError, cap, load_path
 
 SCHEMA_FORMAT = "dpcore-schema"
 SCHEMA_VERSION = 1
+MAX_BINS = 2**20
+"""Most bins a numeric column may have (a marginal over two such columns is already 2^40)."""
+MAX_EXACT_INTEGER = 2**53
+"""Integer bounds and code-column sizes lie within +-2^53, where a float holds every integer
+exactly (values are parsed and binned as 64-bit floats)."""
+PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A plain decimal or scientific literal in ASCII: no spaces, no ``_``, no other digits, no
+``nan``/``inf``. The only text dpcore reads as a number."""
 INFER_WARNING = (
     "NOT PRIVATE: this schema was drafted by reading the data. Category lists, bounds and bin "
     "edges derived from the records can reveal individual values. Review every column and "
@@ -52,7 +72,35 @@ class SchemaError(InvalidArgumentError):
 
 def _fail(column: str | None, message: str) -> SchemaError:
     where = f"schema column {column!r}: " if column is not None else "schema: "
-    return SchemaError(where + message)
+    return SchemaError(cap(where + message))
+
+
+def category_key(label: str) -> str | Decimal:
+    """What a category label matches: a label that is a plain decimal literal (see
+    :data:`PLAIN_DECIMAL`) is a number, so ``"32"``, ``"32.0"`` and the float 32.0 are one
+    category; any other label (and a literal whose exponent Decimal cannot hold) is its text."""
+    if PLAIN_DECIMAL.fullmatch(label):
+        try:
+            return Decimal(label)
+        except InvalidOperation:
+            pass
+    return label
+
+
+def _category_label(column: str, value: Any) -> str:
+    """A category entry of a schema file as a label: text, or a plain number written as text."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise _fail(column, "null is not a category (give the column 'missing': 'code' to "
+                            "encode missing values)")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() and abs(value) <= MAX_EXACT_INTEGER \
+            else repr(value)
+    raise _fail(column, f"a category must be a string or a plain number, got "
+                        f"{json.dumps(value)[:40]}")
 
 
 @dataclass(frozen=True)
@@ -64,6 +112,35 @@ class CategoricalColumn:
     categories: tuple[str, ...]
     other: str | None = None
     missing: MissingPolicy = "error"
+
+    def __post_init__(self) -> None:
+        if not self.categories:
+            raise _fail(self.name, "'categories' must be a non-empty list")
+        if not all(isinstance(c, str) for c in self.categories):
+            raise _fail(self.name, "categories must be strings")
+        repeats = [c for c, n in Counter(self.categories).items() if n > 1]
+        if repeats:
+            raise _fail(self.name, f"categories must be unique, {cap(repeats[0], 60)!r} repeats")
+        if self.other is not None and (not isinstance(self.other, str)
+                                       or self.other in self.categories):
+            raise _fail(self.name, f"'other' must be a label not among the categories, got "
+                                   f"{self.other!r}")
+        labels = self.categories + ((self.other,) if self.other is not None else ())
+        seen: dict[Decimal, str] = {}
+        for label in labels:  # linear: one dict insert per label
+            if not label.isascii():
+                try:
+                    label.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _fail(self.name, "labels must be valid Unicode text (a lone "
+                                           "surrogate cannot be written as UTF-8)") from None
+            key = category_key(label)
+            if isinstance(key, Decimal):
+                if key in seen:
+                    raise _fail(self.name, f"labels {cap(seen[key], 40)!r} and "
+                                           f"{cap(label, 40)!r} are the same number, so a "
+                                           f"value could not tell them apart")
+                seen[key] = label
 
     @property
     def size(self) -> int:
@@ -95,6 +172,9 @@ class NumericColumn:
     out_of_bounds: OutOfBounds = "error"
     missing: MissingPolicy = "error"
     decode: DecodeMethod = "uniform"
+
+    def __post_init__(self) -> None:
+        _check_edges(self.name, self.edges, self.integer)
 
     @property
     def lower(self) -> float:
@@ -135,6 +215,12 @@ class CodeColumn:
 
     missing_code = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or not (
+                1 <= self.size <= MAX_EXACT_INTEGER):
+            raise _fail(self.name, f"'size' must be an integer in 1..2^53, got "
+                                   f"{cap(repr(self.size), 40)}")
+
     def to_dict(self) -> dict[str, Any]:
         return {"type": "code", "size": self.size}
 
@@ -146,13 +232,14 @@ def _choice(column: str, spec: Mapping[str, Any], key: str, allowed: Sequence[st
             default: str) -> str:
     value = spec.get(key, default)
     if value not in allowed:
-        raise _fail(column, f"{key!r} must be one of {list(allowed)}, got {value!r}")
+        raise _fail(column, f"{key!r} must be one of {list(allowed)}, got "
+                            f"{cap(repr(value), 40)}")
     return value
 
 
 def _number(column: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _fail(column, f"{key!r} must be a finite number, got {value!r}")
+        raise _fail(column, f"{key!r} must be a finite number, got {cap(repr(value), 40)}")
     return float(value)
 
 
@@ -218,8 +305,18 @@ def integer_bin_range(edges: Sequence[float], k: int) -> tuple[int, int]:
 def _check_edges(column: str, edges: tuple[float, ...], integer: bool) -> None:
     if len(edges) < 2:
         raise _fail(column, f"bins needs at least 2 edges, got {list(edges)[:4]}")
+    if len(edges) > MAX_BINS + 1:
+        raise _fail(column, f"at most {MAX_BINS} bins (2^20) per column, got {len(edges) - 1}")
+    for k, e in enumerate(edges):
+        if not math.isfinite(e):
+            raise _fail(column, f"bin edge {k} must be a finite number, got {e!r}")
+        if integer and abs(e) > MAX_EXACT_INTEGER:
+            raise _fail(column, f"an integer column's edges must lie within +-2^53 (where a "
+                                f"float holds every integer exactly), edge {k} is {e:g}")
     for k in range(len(edges) - 1):
         a, b = edges[k], edges[k + 1]
+        if not math.isfinite(b - a):
+            raise _fail(column, f"bin {k} = [{a:g}, {b:g}] is wider than the largest float")
         if b < a:
             raise _fail(column, f"bin edges must not decrease, but edge {k} = {a:g} is "
                                 f"followed by {b:g}")
@@ -244,14 +341,13 @@ def column_from_dict(name: str, spec: Any) -> Column:
     if kind == "categorical":
         cats = spec.get("categories")
         if not isinstance(cats, list) or not cats:
-            raise _fail(name, f"'categories' must be a non-empty list, got {cats!r}")
-        labels = tuple(str(c) for c in cats)
-        dup = sorted({c for c in labels if labels.count(c) > 1})
-        if dup:
-            raise _fail(name, f"categories must be unique, {dup[0]!r} repeats")
+            raise _fail(name, f"'categories' must be a non-empty list, got "
+                              f"{cap(repr(cats), 40)}")
+        labels = tuple(_category_label(name, c) for c in cats)
         other = spec.get("other")
-        if other is not None and (not isinstance(other, str) or other in labels):
-            raise _fail(name, f"'other' must be a label not among the categories, got {other!r}")
+        if other is not None and not isinstance(other, str):
+            raise _fail(name, f"'other' must be a label not among the categories, got "
+                              f"{cap(repr(other), 40)}")
         missing = _choice(name, spec, "missing", ("error", "code"), "error")
         return CategoricalColumn(name, labels, other, missing)  # type: ignore[arg-type]
     if kind == "numeric":
@@ -268,29 +364,41 @@ def column_from_dict(name: str, spec: Any) -> Column:
         elif isinstance(bins, int) and not isinstance(bins, bool):
             if bins < 1:
                 raise _fail(name, f"'bins' must be >= 1, got {bins}")
+            if bins > MAX_BINS:
+                raise _fail(name, f"at most {MAX_BINS} bins (2^20) per column, got {bins:.3g}")
             lower = _number(name, "lower", spec.get("lower"))
             upper = _number(name, "upper", spec.get("upper"))
             if not lower < upper:
                 raise _fail(name, f"'lower' must be < 'upper', got {lower:g} and {upper:g}")
+            if not math.isfinite(upper - lower):
+                raise _fail(name, f"'upper' - 'lower' must be a finite float, got "
+                                  f"{upper:g} - {lower:g}")
             if integer and not (lower.is_integer() and upper.is_integer()):
                 raise _fail(name, f"an integer column needs integer bounds, got "
                                   f"{lower:g} and {upper:g}")
+            if integer and max(-lower, upper) > MAX_EXACT_INTEGER:
+                raise _fail(name, f"an integer column's bounds must lie within +-2^53 (where "
+                                  f"a float holds every integer exactly), got {lower:g} and "
+                                  f"{upper:g}")
             try:
                 edges = equal_width_edges(lower, upper, bins, integer)
             except InvalidArgumentError as err:
                 raise _fail(name, str(err)) from None
+            if not integer and len(set(edges)) != len(edges):   # integers: a top point is fine
+                raise _fail(name, f"[{lower:g}, {upper:g}] is too narrow for {bins} equal-width "
+                                  "bins of floats (bin edges must increase)")
         else:
-            raise _fail(name, f"'bins' must be a count or a list of edges, got {bins!r}")
+            raise _fail(name, f"'bins' must be a count or a list of edges, got "
+                              f"{cap(repr(bins), 40)}")
         points = spec.get("points", [])
         if not isinstance(points, list):
-            raise _fail(name, f"'points' must be a list of numbers, got {points!r}")
+            raise _fail(name, f"'points' must be a list of numbers, got {cap(repr(points), 40)}")
         try:
             edges = with_points(edges, [_number(name, "points", p) for p in points], integer)
         except SchemaError:
             raise
         except InvalidArgumentError as err:
             raise _fail(name, str(err)) from None
-        _check_edges(name, edges, integer)
         return NumericColumn(
             name, edges, integer,
             _choice(name, spec, "out_of_bounds", ("error", "clip"), "error"),  # type: ignore
@@ -300,12 +408,9 @@ def column_from_dict(name: str, spec: Any) -> Column:
         from dpcore.datetimes import datetime_column_from_dict
         return datetime_column_from_dict(name, spec)
     if kind == "code":
-        size = spec.get("size")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise _fail(name, f"'size' must be an integer >= 1, got {size!r}")
-        return CodeColumn(name, size)
-    raise _fail(name, f"'type' must be 'categorical', 'numeric', 'datetime' or 'code', "
-                      f"got {kind!r}")
+        return CodeColumn(name, spec.get("size"))  # type: ignore[arg-type]
+    raise _fail(name, f"'type' must be 'categorical', 'numeric', 'datetime' or 'code', got "
+                      f"{cap(repr(kind), 40)}")
 
 
 class Schema:
@@ -321,7 +426,7 @@ class Schema:
         names = [c.name for c in columns]
         if not names:
             raise _fail(None, "needs at least one column")
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = [n for n, k in Counter(names).items() if k > 1]
         if dup:
             raise _fail(dup[0], "column names must be unique")
         self.columns: tuple[Column, ...] = tuple(columns)
@@ -381,13 +486,18 @@ class Schema:
                               "(not every value is an integer size)")
         fmt = obj.get("format", SCHEMA_FORMAT)
         if fmt != SCHEMA_FORMAT:
-            raise _fail(None, f"'format' must be {SCHEMA_FORMAT!r}, got {fmt!r}")
+            raise _fail(None, f"'format' must be {SCHEMA_FORMAT!r}, got {cap(repr(fmt), 40)}")
+        version = obj.get("version", SCHEMA_VERSION)
+        if type(version) is not int or version != SCHEMA_VERSION:
+            raise _fail(None, f"'version' must be {SCHEMA_VERSION} (the only version this dpcore "
+                              f"reads), got {cap(repr(version), 40)}")
         cols = obj["columns"]
         if not isinstance(cols, Mapping) or not cols:
             raise _fail(None, "'columns' must be a non-empty object of column specs")
         mv = obj.get("missing_values", [""])
         if not isinstance(mv, list) or not all(isinstance(m, str) for m in mv):
-            raise _fail(None, f"'missing_values' must be a list of strings, got {mv!r}")
+            raise _fail(None, f"'missing_values' must be a list of strings, got "
+                              f"{cap(repr(mv), 40)}")
         return cls([column_from_dict(str(k), v) for k, v in cols.items()],
                    missing_values=mv, warning=obj.get("warning"))
 
@@ -405,17 +515,13 @@ class Schema:
     def load(cls, path: str | os.PathLike) -> "Schema":
         """Read a schema or domain JSON file; errors name the file."""
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as err:
-            raise SchemaError(f"cannot read schema file {str(path)!r}: {err.strerror}") from None
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise SchemaError(f"schema file {str(path)!r} is not valid JSON: {err}") from None
+            obj = load_path(path, what=f"schema file {str(path)!r}")
+        except JsonInputError as err:
+            raise SchemaError(str(err)) from None
         try:
             return cls.from_dict(obj)
         except SchemaError as err:
-            raise SchemaError(f"{path}: {err}") from None
+            raise SchemaError(cap(f"{path}: {err}")) from None
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the schema as JSON, atomically."""

@@ -84,5 +84,5 @@ def test_pre_encoded_domain_file_in_codes_out(tmp_path):
     proc = check(dpcore("synth", "--mechanism", "mst", "--data", "bad.csv", "--schema",
                         "domain.json", "--epsilon", "1", "--delta", "1e-6", "--out", "o2.csv",
                         "--ledger", "l2.json", cwd=tmp_path), code=2)
-    assert "column 'a', row 4: value" in proc.stderr and "0..2" in proc.stderr
+    assert "column 'a', row 4: the value" in proc.stderr and "0..2" in proc.stderr
     assert not (tmp_path / "o2.csv").exists() and not (tmp_path / "l2.json").exists()

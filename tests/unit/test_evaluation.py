@@ -68,3 +68,18 @@ def test_workload_file_and_errors(tmp_path):
 def test_shape_mismatch_is_an_error():
     with pytest.raises(InvalidArgumentError, match="N x 2"):
         evaluate(np.zeros((3, 1), int), np.zeros((3, 2), int), {"a": 1, "b": 1})
+
+
+@pytest.mark.parametrize("raw, message", [
+    (b'{"workload": [["a"]], "workload": [["b"]]}', "key 'workload' appears twice"),
+    (b"[" * 5000 + b"]" * 5000, "nested deeper than 64 levels"),
+    (b'[["a"]]\xff', "not UTF-8 text"),
+    (b'[{"attrs": ["a"], "weight": NaN}]', "NaN is not a JSON number"),
+])
+def test_workload_file_is_read_strictly(tmp_path, raw, message):
+    path = tmp_path / "w.json"
+    path.write_bytes(raw)
+    with pytest.raises(InvalidArgumentError, match=message) as err:
+        parse_workload(str(path), ["a", "b"])
+    assert str(err.value).startswith(f"workload file {str(path)!r}: ")
+    assert "\n" not in str(err.value)

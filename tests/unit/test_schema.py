@@ -93,10 +93,13 @@ def test_save_load_roundtrip(tmp_path):
 def test_encoding_error_names_column_row_value(frame, column, row, value):
     with pytest.raises(EncodingError) as err:
         encode_frame(frame, schema(c=CAT, n=NUM), row_offset=0)
-    assert (err.value.column, err.value.row) == (column, row)
-    assert f"column {column!r}, row {row}" in str(err.value)
+    assert (err.value.column, err.value.row, err.value.value) == (column, row, None)
+    assert f"column {column!r}, row {row}: the value " in str(err.value)
+    with pytest.raises(EncodingError) as shown:
+        encode_frame(frame, schema(c=CAT, n=NUM), row_offset=0, debug=True)
+    assert f"column {column!r}, row {row}: value {value!r} " in str(shown.value)
     if isinstance(value, str):
-        assert err.value.value == value
+        assert shown.value.value == value
 
 
 def test_clip_other_and_missing_codes():
@@ -124,7 +127,7 @@ def test_pre_encoded_codes_validated():
     s = Schema.from_dict({"x": 3})
     assert encode_frame(pd.DataFrame({"x": ["0", "2"]}), s).tolist() == [[0], [2]]
     with pytest.raises(EncodingError, match=r"row 2: value '3' is not an integer code in 0..2"):
-        encode_frame(pd.DataFrame({"x": ["0", "3"]}), s)
+        encode_frame(pd.DataFrame({"x": ["0", "3"]}), s, debug=True)
 
 
 def test_decode_numeric_values_inside_bins():
@@ -147,15 +150,18 @@ def test_read_codes_chunked_equals_whole(tmp_path):
     assert np.array_equal(read_codes(tmp_path / "d.csv", s, chunk_rows=37), whole)
     frame.loc[700, "c"] = "bad"
     write_table(frame, tmp_path / "d.csv")
-    with pytest.raises(EncodingError, match="row 701: value 'bad'"):
+    with pytest.raises(EncodingError, match="row 701: the value is not one of") as err:
         read_codes(tmp_path / "d.csv", s, chunk_rows=37)
+    assert "bad" not in str(err.value) and err.value.value is None
+    with pytest.raises(EncodingError, match="row 701: value 'bad'"):
+        read_codes(tmp_path / "d.csv", s, chunk_rows=37, debug=True)
 
 
 def test_read_codes_malformed_and_empty(tmp_path):
     s = schema(c=CAT, n=NUM)
     p = tmp_path / "d.csv"
     p.write_text("c,n\na,1\nb,2,3\n")
-    with pytest.raises(EncodingError, match="malformed CSV"):
+    with pytest.raises(EncodingError, match="row 2 has 3 fields but the header has 2"):
         read_codes(p, s)
     p.write_text("")
     with pytest.raises(EncodingError, match="empty"):

@@ -251,7 +251,8 @@ class Transform:
                           for k, v in asdict(m).items() if k != "column"}}
                 for name, m in self.maps.items()}
 
-    def apply(self, frame: pd.DataFrame, *, where: str = "data") -> pd.DataFrame:
+    def apply(self, frame: pd.DataFrame, *, where: str = "data", row_offset: int = 0
+              ) -> pd.DataFrame:
         """Raw values of the original schema -> raw values of :attr:`schema` (sensitive and
         public tables alike). Bad values are errors naming ``where``, the column and the row."""
         check_columns(list(frame.columns), self.original)
@@ -261,14 +262,15 @@ class Transform:
             if m is None:
                 out[col.name] = frame[col.name].reset_index(drop=True)
                 continue
-            values = _parse(frame[col.name], col, self.original.missing_values, where)
+            values = _parse(frame[col.name], col, self.original.missing_values, where, row_offset)
             for name, codes in zip(m.names, m.forward(values)):
                 out[name] = _ints(codes)
         return pd.DataFrame(out)
 
-    def reverse(self, frame: pd.DataFrame, *, seed: int | None = None) -> pd.DataFrame:
+    def reverse(self, frame: pd.DataFrame, *, seed: Any = None) -> pd.DataFrame:
         """Alg. 9: raw values of :attr:`schema` (e.g. decoded synthetic records) -> raw values
-        of the original schema. Post-processing; ``seed`` fixes Split's residue draws."""
+        of the original schema. Post-processing; ``seed`` (anything ``numpy.random.default_rng``
+        takes) fixes Split's residue draws."""
         check_columns(list(frame.columns), self.schema)
         rng = np.random.default_rng(seed)
         out: dict[str, Any] = {}
@@ -327,8 +329,8 @@ def _specs(schema: Schema, columns: Any, wide: int) -> dict[str, dict]:
     return {str(name): {} for name in columns}
 
 
-def _parse(series: pd.Series, col: NumericColumn, tokens: Sequence[str], where: str
-           ) -> np.ndarray:
+def _parse(series: pd.Series, col: NumericColumn, tokens: Sequence[str], where: str,
+           row_offset: int = 0) -> np.ndarray:
     """The column's numbers as floats, NaN where missing; the schema's bound and integer rules
     hold (values are not shown: they may be sensitive)."""
     series = series.reset_index(drop=True)
@@ -343,10 +345,10 @@ def _parse(series: pd.Series, col: NumericColumn, tokens: Sequence[str], where: 
              (~bad & ~missing & (values != np.floor(np.nan_to_num(values))), "is not an integer"))
     if col.out_of_bounds == "error":
         rules += ((~missing & ((values < col.lower) | (values > col.upper)),
-                   f"is outside the bounds [{col.lower:g}, {col.upper:g}]"),)
+                   f"is outside the bounds [{int(col.lower)}, {int(col.upper)}]"),)
     for mask, rule in rules:
         if mask.any():
-            row = int(np.flatnonzero(mask)[0]) + 1
+            row = row_offset + int(np.flatnonzero(mask)[0]) + 1
             raise InvalidArgumentError(f"{where}, column {col.name!r}, row {row}: the value {rule}")
     return np.where(missing, np.nan, np.clip(values, col.lower, col.upper))
 

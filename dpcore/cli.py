@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
-MECHANISMS = ("aim", "mst", "mwem", "independent", "fem")
+MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem")
 RESULT_FORMAT = "dpcore-result"
 
 
@@ -264,6 +264,11 @@ def _synth(args: argparse.Namespace) -> int:
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
         raise CliError(f"--workload, --max-model-size and --rounds apply to aim, mwem and fem, "
                        f"not {args.mechanism}")
+    if (args.public is not None) != (args.mechanism == "nist-mst"):
+        raise CliError("--public PUBLIC.csv is required by --mechanism nist-mst (its public "
+                       "provisional data) and applies to no other mechanism")
+    if args.public is not None:
+        options["public"] = _read_public(args.public, args.delimiter)
     synth = Synthesizer.create(args.mechanism, epsilon=epsilon, delta=delta, **options)
     # Part 2: the mechanism's own plan (sizes, rounds, model cap, rows, seed), from public
     # information only, before the data is read; fit_codes plans again before its first charge.
@@ -274,7 +279,12 @@ def _synth(args: argparse.Namespace) -> int:
         print("dpcore: note: --seed fixes the noise; use it for tests and demos, never for a "
               "real release", file=sys.stderr)
     started = time.perf_counter()
-    codes = read_codes(data_path, schema, sep=args.delimiter)
+    if args.mechanism == "nist-mst":
+        transform = synth.prepare(schema)      # from the public data only; reads no records
+        codes = _read_transformed(data_path, transform, args.delimiter)
+        schema = transform.schema
+    else:
+        codes = read_codes(data_path, schema, sep=args.delimiter)
     from dpcore.accounting import approx_dp_to_zcdp
     budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what this run may spend
     bar = _progress(args, args.mechanism.upper())
@@ -307,6 +317,31 @@ def _synth(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print_summary(args, synth, len(frame), elapsed)
     return EXIT_OK
+
+
+def _read_public(path: str, sep: str) -> Any:
+    """The public table for nist-mst, as raw strings (encoded later under the same schema)."""
+    import pandas as pd
+    from dpcore.encoding import iter_table_chunks
+    return pd.concat(list(iter_table_chunks(path, sep=sep)), ignore_index=True)
+
+
+def _read_transformed(path: Path, transform: Any, sep: str) -> Any:
+    """Read the sensitive table chunk by chunk through nist-mst's public transform (Alg. 3)."""
+    import numpy as np
+    from dpcore.encoding import EncodingError, encode_frame, iter_table_chunks
+    parts, rows = [], 0
+    for chunk in iter_table_chunks(path, sep=sep):
+        try:
+            parts.append(encode_frame(transform.apply(chunk, where=str(path), row_offset=rows),
+                                      transform.schema,
+                                      row_offset=rows))
+        except EncodingError as err:
+            raise EncodingError(f"{path}: {err}") from None
+        rows += len(chunk)
+    if rows == 0:
+        raise EncodingError(f"{path}: the table has a header but no data rows")
+    return np.concatenate(parts)
 
 
 def _file_sha256(path: str | os.PathLike) -> str:
@@ -630,6 +665,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "
                    f"({', '.join(bundled_datasets())})")
+    s.add_argument("--public", help="public provisional data (CSV or .parquet, same schema) for "
+                   "--mechanism nist-mst: it picks the marginals and the transform of wide "
+                   "integer columns, and no budget covers it (default: none)")
     s.add_argument("--epsilon", required=True, help="(epsilon, delta)-DP budget: epsilon > 0")
     s.add_argument("--delta", required=True, help="delta in (0, 1), e.g. 1e-9")
     s.add_argument("--workload", default="all-3way",

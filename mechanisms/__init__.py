@@ -16,6 +16,7 @@ _EXPORTS = {
     "MWEM": "mechanisms.synthesizer",
     "Independent": "mechanisms.synthesizer",
     "FEM": "mechanisms.synthesizer",
+    "NISTMST": "mechanisms.synthesizer",
     "MechanismResult": "mechanisms.result",
     "RoundRecord": "mechanisms.result",
 }

@@ -53,6 +53,8 @@ HISTOGRAM_CELL_CAP = 2 ** 25
 #: PEP's clipping of answers into (0, 1), from the authors' code (iterative-dp pep.py): the
 #: projection step's log-ratio needs both the target and the current answer strictly inside.
 PEP_CLIP = 1e-6
+# PEP steps whose ratio is below this recompute the tracked marginals exactly (PEPUpdate).
+_EXACT_BELOW = 1e-2
 
 
 def check_histogram_domain(domain) -> int:
@@ -129,7 +131,9 @@ class PEPUpdate:
 
     Steps are cheap: after a step on cell y of marginal r only the slice x_r = y changes, so
     every measured marginal is updated from that slice's sums (N / |dom r| cells), not from the
-    whole histogram.
+    whole histogram. That update subtracts the slice's old mass; when the step shrinks the
+    slice by more than a factor 1/_EXACT_BELOW the difference would lose digits, so those steps
+    recompute the marginals from the whole histogram.
     """
 
     name = "pep"
@@ -140,6 +144,7 @@ class PEPUpdate:
         if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 1):
             raise InvalidArgumentError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
         self.max_steps, self.tolerance = max_steps, float(tolerance)
+        self.recomputed = 0   # steps that took the exact path (diagnostics)
 
     def update(self, p, domain, answers, new=(), rng=None) -> np.ndarray:
         cliques = list(answers)
@@ -162,6 +167,14 @@ class PEPUpdate:
             ratio = a * (1 - q) / ((1 - a) * q)
             fixed = dict(zip(positions[clique], cell))
             where = tuple(fixed.get(i, slice(None)) for i in range(w.ndim))
+            if ratio < _EXACT_BELOW:
+                # Shrinking a slice by a large factor leaves the rest of each marginal as a
+                # difference of near-equal numbers: recompute exactly instead.
+                w[where] *= ratio
+                total = float(w.sum())
+                margs = {c: marginal(w, domain, c) for c in cliques}
+                self.recomputed += 1
+                continue
             part = w[where]                           # a view over the free axes
             free = [i for i in range(w.ndim) if i not in fixed]
             for c in cliques:

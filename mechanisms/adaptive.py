@@ -39,7 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpcore.accounting.calibration import adaptive_measurements_round
-from dpcore.errors import InvalidArgumentError
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
 from .result import MechanismResult, RoundRecord, Timer, synthesize
 from .workload import make_workload
@@ -222,9 +222,14 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
     timer = Timer()
     domain = curator.domain
     check_histogram_domain(domain)
+    if not (callable(getattr(family, "update", None))
+            and isinstance(getattr(family, "name", None), str)):
+        raise DpcoreTypeError(f"family must be an update such as MWEMUpdate() or PEPUpdate(), "
+                              f"got {type(family).__name__}")
     work = make_workload(domain, workload)
     if not work:
-        raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")
+        raise InvalidArgumentError("workload must name at least one marginal, got an empty "
+                                   "workload")
     cliques = list(dict.fromkeys(c for c, _ in work))
     if isinstance(per_round, bool) or not isinstance(per_round, int) or not (
             1 <= per_round <= len(cliques)):

@@ -154,7 +154,8 @@ def consistent_answers(seed, shape, cliques):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_pep_projection_meets_every_constraint(seed):
-    domain, answers = consistent_answers(seed, (2, 3, 2), [("x0", "x1"), ("x1", "x2"), ("x0", "x2")])
+    pairs = [("x0", "x1"), ("x1", "x2"), ("x0", "x2")]
+    domain, answers = consistent_answers(seed, (2, 3, 2), pairs)
     uniform = np.full(domain.shape, 1 / domain.size())
     p = PEPUpdate(max_steps=20000, tolerance=1e-8).update(uniform, domain, answers)
     assert abs(p.sum() - 1) < 1e-12 and p.min() > 0
@@ -218,13 +219,23 @@ def test_too_large_a_domain_is_refused_before_any_charge():
         plan_adaptive(domain, Fraction(1, 2), family="pep", workload=[("a",)])
 
 
+def test_a_bad_family_is_refused_before_any_charge():
+    filt = PrivacyFilter(Fraction(1, 2))
+    domain = Domain(("a",), (2,))
+    curator = Curator(Dataset(np.zeros((3, 1), dtype=np.int64), domain), filt, seed=0)
+    with pytest.raises(TypeError, match="family must be an update"):
+        adaptive_measurements(curator, [("a",)], "pep")
+    assert filt.spent == 0
+
+
 DOMAIN = Domain(("a", "b", "c"), (3, 2, 4))
 
 
 @pytest.mark.parametrize("options, field", [
     ({"family": "gem"}, "family"), ({"family": "pep", "alpha": 1.0}, "alpha"),
     ({"family": "pep", "alpha": 0}, "alpha"), ({"family": "pep", "alpha": True}, "alpha"),
-    ({"family": "mwem", "per_round": 4}, "per_round"), ({"family": "mwem", "per_round": 0}, "per_round"),
+    ({"family": "mwem", "per_round": 4}, "per_round"),
+    ({"family": "mwem", "per_round": 0}, "per_round"),
     ({"family": "pep", "rounds": 0}, "rounds"), ({"family": "pep", "rounds": 1e9}, "rounds"),
     ({"family": "pep", "workload": []}, "workload"),
 ])

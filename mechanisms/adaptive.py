@@ -191,8 +191,7 @@ class PEPUpdate:
 class _Answers:
     """The measurements so far: per marginal, the mean of its noisy counts and how many."""
 
-    def __init__(self, sigma: float):
-        self.sigma = sigma
+    def __init__(self):
         self.sums: dict[tuple, np.ndarray] = {}
         self.times: dict[tuple, int] = {}
 
@@ -216,8 +215,9 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
                           discrete: bool | None = None) -> MechanismResult:
     """Run Algorithm 1 with ``family`` (``MWEMUpdate()`` or ``PEPUpdate()``) for ``rounds``
     rounds of ``per_round`` selections and measurements, spending the curator filter's whole
-    remaining budget (module docstring). ``seed`` drives the family's public randomness and the
-    synthetic sample; ``discrete`` goes to :meth:`Curator.measure`.
+    remaining budget (module docstring). The candidates are the workload's marginals of positive
+    weight; the paper's selection is unweighted, and so is ours. ``seed`` drives the family's
+    public randomness and the synthetic sample; ``discrete`` goes to :meth:`Curator.measure`.
     """
     timer = Timer()
     domain = curator.domain
@@ -230,7 +230,7 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty "
                                    "workload")
-    cliques = list(dict.fromkeys(c for c, _ in work))
+    cliques = list(dict.fromkeys(c for c, weight in work if weight > 0))
     if isinstance(per_round, bool) or not isinstance(per_round, int) or not (
             1 <= per_round <= len(cliques)):
         raise InvalidArgumentError(f"per_round must be an int in [1, {len(cliques)}] (the "
@@ -241,7 +241,7 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
     epsilon, sigma = adaptive_measurements_round(remaining, rounds, per_round, alpha)
     rng = np.random.default_rng(seed)
     p = np.full(domain.shape, 1.0 / domain.size())
-    answers = _Answers(sigma)
+    answers = _Answers()
     records: list[RoundRecord] = []
     total = None
     for t in range(rounds):

@@ -238,7 +238,7 @@ def plan_adaptive(domain, rho, *, family, workload="all-3way", rounds=None, per_
     cells = check_histogram_domain(domain)
     _check_batch(cells, "the explicit histogram", "use a smaller schema")
     work = _workload(domain, workload)
-    cliques = list(dict.fromkeys(c for c, _ in work))
+    cliques = list(dict.fromkeys(c for c, weight in work if weight > 0))
     T = _ADAPTIVE_ROUNDS[family] if rounds is None else _check_rounds(rounds, d, 1)
     if isinstance(per_round, bool) or not isinstance(per_round, numbers.Integral) or not (
             1 <= per_round <= len(cliques)):

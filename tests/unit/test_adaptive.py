@@ -291,6 +291,15 @@ def test_utility_beats_the_uniform_start_on_adult(adult_table, family, rounds):
     assert len(result.rounds) == rounds and result.ledger.spent == filt.budget
 
 
+def test_zero_weight_marginals_are_never_candidates():
+    domain = Domain(("a", "b"), (2, 3))
+    data = Dataset(np.array([[0, 1], [1, 2], [1, 0]]), domain)
+    result = adaptive_measurements(Curator(data, PrivacyFilter(Fraction(1, 2)), seed=0),
+                                   [(("a",), 1.0), (("b",), 0.0)], MWEMUpdate(), rounds=3, seed=0)
+    assert [r.clique for r in result.rounds] == [("a",)] * 3
+    assert all(r.candidates == 1 for r in result.rounds)
+
+
 def test_synthesizers_by_name_fit_sample_verify(tmp_path):
     import pandas as pd
     rng = np.random.default_rng(0)

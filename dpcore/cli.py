@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
-MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem")
+MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "mwem-explicit", "pep")
 RESULT_FORMAT = "dpcore-result"
 
 
@@ -256,14 +256,15 @@ def _synth(args: argparse.Namespace) -> int:
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)
-    elif args.mechanism == "fem":
+    elif args.mechanism in ("fem", "mwem-explicit", "pep"):
         if args.max_model_size is not None:
-            raise CliError("--max-model-size applies to aim and mwem, not fem")
+            raise CliError(f"--max-model-size applies to aim and mwem, not {args.mechanism}")
         options.update(workload=args.workload, rounds=args.rounds)
-        options.pop("noise")          # FEM measures nothing: it only selects
+        if args.mechanism == "fem":
+            options.pop("noise")      # FEM measures nothing: it only selects
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
-        raise CliError(f"--workload, --max-model-size and --rounds apply to aim, mwem and fem, "
-                       f"not {args.mechanism}")
+        raise CliError(f"--workload, --max-model-size and --rounds apply to the workload "
+                       f"mechanisms, not {args.mechanism}")
     if (args.public is not None) != (args.mechanism == "nist-mst"):
         raise CliError("--public PUBLIC.csv is required by --mechanism nist-mst (its public "
                        "provisional data) and applies to no other mechanism")
@@ -660,7 +661,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("synth", help="fit a mechanism and write synthetic data + ledger")
     s.add_argument("--mechanism", choices=MECHANISMS, default="aim",
                    help="aim: recommended; mst: fast, the published MST; mwem: "
-                        "MWEM+PGM; independent: the baseline; fem: FEM (MILP oracle)")
+                        "MWEM+PGM; independent: the baseline; nist-mst: NIST-MST with "
+                        "--public; fem: FEM (MILP oracle); mwem-explicit, pep: Adaptive "
+                        "Measurements on an explicit histogram (small domains)")
     s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "

@@ -17,6 +17,8 @@ _EXPORTS = {
     "Independent": "mechanisms.synthesizer",
     "FEM": "mechanisms.synthesizer",
     "NISTMST": "mechanisms.synthesizer",
+    "MWEMHistogram": "mechanisms.synthesizer",
+    "PEP": "mechanisms.synthesizer",
     "MechanismResult": "mechanisms.result",
     "RoundRecord": "mechanisms.result",
 }

@@ -38,7 +38,8 @@ from .result import MechanismResult, RoundRecord
 
 SchemaLike = Union[Schema, Mapping[str, Any], str, "os.PathLike[str]"]
 
-__all__ = ["AIM", "FEM", "MST", "MWEM", "NISTMST", "Independent", "Synthesizer"]
+__all__ = ["AIM", "FEM", "MST", "MWEM", "MWEMHistogram", "NISTMST", "PEP", "Independent",
+           "Synthesizer"]
 
 # "discrete": the exact discrete Gaussian on counts (default; no floating point in the noise);
 # "gaussian": continuous float noise (same zCDP cost, but floats leak through their low bits).
@@ -531,10 +532,6 @@ class NISTMST(Synthesizer):
         return self.transform_.reverse(frame, seed=None if base is None else [int(base), 2])
 
 
-def synthesizer_names() -> Sequence[str]:
-    return sorted(Synthesizer._registry)
-
-
 class FEM(Synthesizer):
     """FEM (Vietri et al. 2020): exponential-mechanism query selection and a follow-the-
     perturbed-leader data player on a MILP oracle (``mechanisms.fem``).
@@ -576,3 +573,64 @@ class FEM(Synthesizer):
         from .fem import fem
         return fem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
                    **plan.options)
+
+
+class _HistogramSynthesizer(Synthesizer):
+    """Adaptive Measurements (Liu, Vietri & Wu, Alg. 1) on an explicit histogram over the whole
+    domain (``mechanisms.adaptive``): at most 2^25 cells, refused before any charge.
+
+    ``workload``: as for AIM. ``rounds``: T. ``per_round``: k marginals selected and measured
+    each round. ``alpha``: the share of each round's budget on selection (Theorem 1's split,
+    in (0, 1)).
+    """
+
+    family: ClassVar[str] = ""
+
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
+                 workload: WorkloadSpec = "all-3way", rounds: int | None = None,
+                 per_round: int = 1, alpha: float = 0.5, **kwargs: Any) -> None:
+        super().__init__(epsilon, delta, **kwargs)
+        self.workload, self.rounds = workload, rounds
+        self.per_round, self.alpha = per_round, alpha
+
+    def _parameters(self) -> dict[str, Any]:
+        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
+                "per_round": self.per_round, "alpha": self.alpha}
+
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_adaptive
+        workload = self.workload
+        if isinstance(workload, (str, os.PathLike)):
+            workload = parse_workload(workload, list(domain.attrs))
+        return plan_adaptive(domain, rho, family=self.family, workload=workload,
+                             rounds=self.rounds, per_round=self.per_round, alpha=self.alpha,
+                             rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
+        from .adaptive import MWEMUpdate, PEPUpdate, adaptive_measurements
+        update = MWEMUpdate() if self.family == "mwem" else PEPUpdate()
+        return adaptive_measurements(curator, family=update, synthetic_rows=plan.rows,
+                                     seed=plan.seed, callback=callback,
+                                     discrete=self.noise == "discrete", **plan.options)
+
+
+class MWEMHistogram(_HistogramSynthesizer):
+    """MWEM (Hardt, Ligett & McSherry 2012) as the paper runs it: explicit histogram,
+    whole-marginal selections, reuse of past measurements, last iterate. ``rounds`` defaults
+    to 200."""
+
+    name = "mwem-explicit"
+    family = "mwem"
+
+
+class PEP(_HistogramSynthesizer):
+    """PEP, Private Entropy Projection (Liu, Vietri & Wu, Alg. 4 as the update): the
+    maximum-entropy histogram matching the noisy marginals. ``rounds`` defaults to 50."""
+
+    name = "pep"
+    family = "pep"
+
+
+def synthesizer_names() -> Sequence[str]:
+    return sorted(Synthesizer._registry)

@@ -28,6 +28,7 @@ MODULES = (
     "nist_mst_calibration",
     "mst_budget",
     "mwem_pgm_budget",
+    "adaptive_budget",
     "aim_budget",
     "aim_l1_error",
     "quality_score_sensitivity",

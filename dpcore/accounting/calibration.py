@@ -166,3 +166,33 @@ def exponential_rounds(rho, epsilon) -> int:
     if cost <= 0:
         raise InvalidArgumentError(f"epsilon is too small to cost anything, got {epsilon!r}")
     return int(Fraction(rho) // cost)
+
+
+def adaptive_measurements_round(rho, rounds, per_round, alpha) -> tuple[float, float]:
+    """Per-selection epsilon and per-measurement sigma of Adaptive Measurements (Liu, Vietri &
+    Wu, "Iterative Methods for Private Synthetic Data", Theorem 1 and its proof, with ``per_round``
+    = k selections and k measurements in each of ``rounds`` = T rounds, budget split ``alpha``).
+
+    The proof's per-round parameter is eps0 = sqrt(2 rho / (k T (alpha^2 + (1-alpha)^2))); each
+    selection is the exponential mechanism with parameter 2 alpha eps0 (cost (alpha eps0)^2 / 2)
+    and each measurement a sensitivity-1 Gaussian with sigma = 1 / ((1 - alpha) eps0) in counts
+    (cost ((1-alpha) eps0)^2 / 2). Here the two targets are exact rationals,
+    rho alpha^2 / (k T s) and rho (1-alpha)^2 / (k T s) with s = alpha^2 + (1-alpha)^2, which sum
+    over k T pairs to rho exactly, and each is calibrated by :func:`exponential_epsilon` and
+    :func:`gaussian_sigma`: the *charged* cost of k ``ExponentialEvent(epsilon, 1)`` and k
+    ``GaussianEvent(sigma, 1)`` is at most rho / T a round, a few ulps below it
+    (proofs/adaptive_budget.py).
+
+    >>> eps, sigma = adaptive_measurements_round(Fraction(1, 2), 1, 1, 0.5)  # eps0 = sqrt(2)
+    >>> round(eps, 12), round(sigma, 12)
+    (1.414213562373, 1.414213562373)
+    """
+    rho = num.positive("rho", rho)
+    pairs = num.positive_int("rounds", rounds) * num.positive_int("per_round", per_round)
+    a = Fraction(num.positive("alpha", alpha))
+    if not a < 1:
+        raise InvalidArgumentError(f"alpha must lie in (0, 1), got {alpha!r}")
+    split = a ** 2 + (1 - a) ** 2
+    select = Fraction(rho) * a ** 2 / (pairs * split)
+    measure = Fraction(rho) * (1 - a) ** 2 / (pairs * split)
+    return exponential_epsilon(select), gaussian_sigma(measure)

@@ -186,11 +186,13 @@ def _remove_own_temporaries(paths: Sequence[str | None], since: float) -> None:
 
 
 def _positive(name: str, text: str) -> float:
+    """A plain decimal (``1_0``, ``inf``, full-width digits are errors, not 10 or infinity)."""
+    from dpcore.encoding import parse_decimal
+    from dpcore.errors import InvalidArgumentError
     try:
-        value = float(text)
-    except ValueError:
-        raise CliError(f"{name} must be a number, got {text!r}") from None
-    return value
+        return parse_decimal(text, what=name)
+    except InvalidArgumentError as err:
+        raise CliError(str(err)) from None
 
 
 def _atomic_json(path: str | os.PathLike, obj: Any) -> None:
@@ -285,7 +287,7 @@ def _synth(args: argparse.Namespace) -> int:
         codes = _read_transformed(data_path, transform, args.delimiter)
         schema = transform.schema
     else:
-        codes = read_codes(data_path, schema, sep=args.delimiter)
+        codes = read_codes(data_path, schema, sep=args.delimiter, debug=args.debug)
     from dpcore.accounting import approx_dp_to_zcdp
     budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what this run may spend
     bar = _progress(args, args.mechanism.upper())
@@ -478,9 +480,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.target is not None and args.target not in schema.names:
         raise CliError(f"--target must be a schema column, got {args.target!r}")
     result_doc = _load_result(args.result) if args.result is not None else None
-    real = read_codes(real_path, schema, sep=args.delimiter)
+    real = read_codes(real_path, schema, sep=args.delimiter, debug=args.debug)
     synth_schema = _clipping(schema) if args.clip else schema
-    synth = read_codes(args.synth, synth_schema, sep=args.delimiter)
+    synth = read_codes(args.synth, synth_schema, sep=args.delimiter, debug=args.debug)
     evaluation = evaluate(real, synth, schema.domain_dict(), args.workload)
     fidelity = None
     if not schema.encoded:
@@ -543,12 +545,8 @@ def _raw_frame(path: str | os.PathLike, sep: str) -> Any:
 
 
 def _load_result(path: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise CliError(f"--result {path!r}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise CliError(f"--result {path!r} is not valid JSON: {err}") from None
+    from dpcore.jsonio import load_path
+    doc = load_path(path, what=f"--result {path!r}")   # strict: one-line error, exit 2
     if not isinstance(doc, dict) or doc.get("format") != RESULT_FORMAT:
         raise CliError(f"--result {path!r} is not a dpcore result file (written by "
                        f"dpcore synth --result)")
@@ -595,7 +593,9 @@ def _cmd_schema_infer(args: argparse.Namespace) -> int:
     if args.out is not None:
         _check_distinct([("DATA", args.data)], [("--out", args.out)])
         _probe_writable(args.out, "--out", force=args.force)
-    schema = infer_schema(iter_table_chunks(args.data, sep=args.delimiter), bounds=bounds,
+    from dpcore.encoding import sniff_delimiter
+    sep = args.delimiter if args.delimiter is not None else sniff_delimiter(args.data)
+    schema = infer_schema(iter_table_chunks(args.data, sep=sep), bounds=bounds,
                           categories=cats, bins=args.bins, missing_values=args.missing_values)
     if schema.warning:
         print(f"dpcore: WARNING: {schema.warning}", file=sys.stderr)
@@ -697,6 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true",
                    help="overwrite an existing --out / --result (never an input, never a ledger)")
     s.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    s.add_argument("--debug", action="store_true", help="show the offending value in data "
+                   "errors (they are sensitive: by default messages name column, row and rule)")
     s.set_defaults(func=_cmd_synth)
 
     v = sub.add_parser("verify", help="verify a ledger independently (exit 0 only if valid)")
@@ -729,6 +731,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--result", help="result JSON from dpcore synth --result (AIM bounds)")
     e.add_argument("--target", help="a column to predict: train on synthetic, test on real "
                    "(needs scikit-learn: pip install 'dpcore[eval]')")
+    e.add_argument("--debug", action="store_true", help="show the offending value in data "
+                   "errors (sensitive; default: column, row and rule only)")
     e.add_argument("--clip", action="store_true", help="clip the synthetic table's out-of-bounds "
                    "numeric values to the schema's bounds (for other tools' outputs)")
     e.set_defaults(func=_cmd_evaluate)
@@ -745,7 +749,7 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--bins", type=int, default=32, help="bins per numeric column")
     inf.add_argument("--missing-values", action="append", default=None, metavar="TOKEN",
                      help="a token meaning missing (repeatable; default: empty field)")
-    inf.add_argument("--delimiter", default=",", help="CSV delimiter")
+    inf.add_argument("--delimiter", help="CSV delimiter (default: sniffed from the first lines)")
     inf.add_argument("--force", action="store_true", help="overwrite an existing --out")
     inf.set_defaults(func=_cmd_schema_infer)
 
@@ -795,6 +799,9 @@ def _run(argv: Sequence[str] | None) -> int:
         args.missing_values = [""]
     from dpcore.errors import DpcoreError
     try:
+        if getattr(args, "delimiter", None) is not None:
+            from dpcore.encoding import check_delimiter
+            args.delimiter = check_delimiter(args.delimiter)
         return args.func(args)
     except CliError as err:
         print(f"dpcore: error: {err}", file=sys.stderr)

@@ -81,8 +81,10 @@ def test_bad_data_or_schema_exits_2_without_files(work, capsys, mutate, expected
 @pytest.mark.parametrize("overrides, expected", [
     ({"--epsilon": "0"}, "--epsilon must be > 0"),
     ({"--epsilon": "-1"}, "--epsilon must be > 0"),
-    ({"--epsilon": "nan"}, "--epsilon must be > 0"),
-    ({"--epsilon": "abc"}, "--epsilon must be a number"),
+    ({"--epsilon": "nan"}, "--epsilon must be a plain decimal number"),
+    ({"--epsilon": "abc"}, "--epsilon must be a plain decimal number"),
+    ({"--epsilon": "1_0"}, "--epsilon must be a plain decimal number"),
+    ({"--delimiter": "ab"}, "the delimiter must be one printable ASCII character"),
     ({"--delta": "1"}, "--delta must be in (0, 1)"),
     ({"--delta": "0"}, "--delta must be in (0, 1)"),
     ({"--out": "/nonexistent-dir/out.csv"}, "does not exist"),
@@ -437,3 +439,19 @@ def test_help_shows_every_default_and_bare_groups_name_their_subcommands(capsys)
             main([group])
         assert stop.value.code == 2
         assert f"needs a subcommand: {expected}" in capsys.readouterr().err
+
+
+def test_debug_shows_the_offending_value_and_infer_sniffs_the_delimiter(work, capsys):
+    data = (work / "data.csv").read_text().replace("green,7,n", "purple,7,n")
+    (work / "data.csv").write_text(data)
+    base = ["synth", "--data", str(work / "data.csv"), "--schema", str(work / "schema.json"),
+            "--epsilon", "1", "--delta", "1e-9", "--mechanism", "mst", "--quiet",
+            "--out", str(work / "o.csv"), "--ledger", str(work / "l.json")]
+    assert main(base) == 2
+    assert "purple" not in capsys.readouterr().err          # redacted by default
+    assert main(base + ["--debug"]) == 2
+    assert "purple" in capsys.readouterr().err
+    (work / "semi.csv").write_text(data.replace(",", ";"))
+    assert main(["schema", "infer", str(work / "semi.csv")]) == 0
+    drafted = json.loads(capsys.readouterr().out)
+    assert set(drafted["columns"]) == {"color", "size", "flag"}

@@ -123,21 +123,13 @@ class Dataset:
     @classmethod
     def from_csv(cls, path, domain: Domain) -> Dataset:
         """Reads integer codes from a CSV whose header holds exactly the domain's columns
-        (in any order; missing or unexpected columns are named in the error)."""
-        path = os.fspath(path)
-        try:
-            frame = pd.read_csv(path)
-        except pd.errors.EmptyDataError as e:
-            raise InvalidArgumentError(f"{path}: the file is empty (no header)") from e
-        _check_columns(frame.columns, domain, path)
-        if all(pd.api.types.is_integer_dtype(frame[a].dtype) for a in domain.attrs):
-            codes = frame.loc[:, list(domain.attrs)].to_numpy()
-        else:  # re-read as text so the error can quote the offending cell
-            text = pd.read_csv(path, dtype=str, keep_default_na=False)
-            codes = np.empty((len(text), len(domain)), dtype=np.int64, order="F")
-            for j, name in enumerate(domain.attrs):
-                codes[:, j] = _parse_codes(text[name], name, path)
-        return cls(codes, domain)
+        (in any order; missing, repeated or unexpected columns are named in the error). The
+        strict reader of :func:`dpcore.encoding.read_codes`: a ragged row or a trailing
+        delimiter is an error naming the row, never a silent shift of the columns."""
+        from dpcore.encoding import read_codes
+        from dpcore.schema import Schema
+        schema = Schema.from_dict(domain.to_dict())
+        return cls(read_codes(os.fspath(path), schema).astype(np.int64, copy=False), domain)
 
     def to_csv(self, path) -> None:
         """Writes the codes with a header, atomically (temp file + rename). Weights are not

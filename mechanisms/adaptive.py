@@ -107,9 +107,14 @@ class MWEMUpdate:
         past = [c for c in answers if c not in new and error(c) >= threshold]
         order = list(new) + [past[i] for i in rng.permutation(len(past))]
         for c in order:
-            step = np.exp((answers[c] - marginal(p, domain, c)) / 2)
-            p = p * _broadcast(step, domain, c)
-            p /= p.sum()
+            exponent = (answers[c] - marginal(p, domain, c)) / 2
+            # Shifted by its maximum (the step is normalised anyway): at a tiny epsilon the
+            # noisy answers are huge and exp would overflow to inf / nan.
+            step = np.exp(exponent - exponent.max())
+            q = p * _broadcast(step, domain, c)
+            total = q.sum()
+            if total > 0 and np.isfinite(total):   # else every cell underflowed: skip the step
+                p = q / total
         return p
 
 

@@ -56,12 +56,31 @@ def sha256_of(obj) -> str:
     return hashlib.sha256(canonical_json(obj)).hexdigest()
 
 
+MAX_WHAT_DEPTH = 24          # the verifier reads at most 32 levels of a whole ledger
+MAX_INT_DIGITS = 100
+
+
 def normalize_what(what: Any) -> Any:
-    """``what`` as it will read back from JSON (tuples become lists); refuses non-JSON data."""
+    """``what`` as it will read back from JSON (tuples become lists); refuses non-JSON data,
+    nesting deeper than MAX_WHAT_DEPTH and integers longer than MAX_INT_DIGITS digits (the
+    verifier refuses those as hostile, so the filter never writes them)."""
     try:
-        return json.loads(json.dumps(what, allow_nan=False))
+        out = json.loads(json.dumps(what, allow_nan=False))
     except (TypeError, ValueError, RecursionError) as exc:
         raise num.DpcoreTypeError(f"what must be JSON-serialisable metadata: {exc}") from None
+    stack = [(out, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_WHAT_DEPTH:
+            raise num.DpcoreTypeError(f"what must nest at most {MAX_WHAT_DEPTH} levels deep")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+        elif isinstance(node, int) and not isinstance(node, bool) and \
+                len(str(abs(node))) > MAX_INT_DIGITS:
+            raise num.DpcoreTypeError(f"what must hold integers of at most {MAX_INT_DIGITS} digits")
+    return out
 
 
 @dataclass(frozen=True)
@@ -260,7 +279,7 @@ def _no_constants(name):
 def strict_json(text: str):
     """json.loads refusing duplicate keys, NaN/Infinity and over-long integer literals."""
     def parse_int(s):
-        if len(s) > 40:
+        if len(s) > MAX_INT_DIGITS:
             raise LedgerError(f"integer literal of {len(s)} digits")
         return int(s)
     return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants,

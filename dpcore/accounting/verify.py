@@ -34,7 +34,8 @@ FORMAT, VERSION = "dpcore-ledger", 2
 MAX_RHO = sympy.Integer(10) ** 4          # the filter's cap (filter.MAX_RHO), restated
 GRID = sympy.Integer(2) ** 128            # the cost grid (_numbers.COST_GRID_BITS), restated
 MAX_BYTES = 1 << 30
-MAX_DEPTH = 32
+MAX_DEPTH = 32           # the ledger's own rules (ledger.normalize_what), restated
+MAX_INT_DIGITS = 100
 _RATIONAL = re.compile(r"-?[0-9]{1,400}(/[0-9]{1,400})?")   # a float budget: ~330 digits
 _HEX_FLOAT = re.compile(r"-?0x[0-9a-f]{1,16}(\.[0-9a-f]{0,16})?p[+-]?[0-9]{1,5}")
 _ENTRY_KEYS = {"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"}
@@ -196,7 +197,7 @@ def _strict(text: str):
         raise _Bad(f"JSON constant {name} in a ledger")
 
     def integer(s):
-        if len(s) > 30:
+        if len(s) > MAX_INT_DIGITS:
             raise _Bad(f"integer literal of {len(s)} digits")
         return int(s)
 

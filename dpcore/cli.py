@@ -195,6 +195,17 @@ def _positive(name: str, text: str) -> float:
         raise CliError(str(err)) from None
 
 
+def _budget(args: argparse.Namespace) -> tuple[float, float]:
+    """--epsilon > 0 and --delta in (0, 1), as plain decimals."""
+    epsilon = _positive("--epsilon", args.epsilon)
+    delta = _positive("--delta", args.delta)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
+    if not 0 < delta < 1:
+        raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+    return epsilon, delta
+
+
 def _atomic_json(path: str | os.PathLike, obj: Any) -> None:
     from dpcore.schema import atomic_write_text
     atomic_write_text(path, json.dumps(obj, indent=1) + "\n")
@@ -225,12 +236,7 @@ def _synth(args: argparse.Namespace) -> int:
     from dpcore.encoding import read_codes, write_table
     from mechanisms.synthesizer import Synthesizer
 
-    epsilon = _positive("--epsilon", args.epsilon)
-    delta = _positive("--delta", args.delta)
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
-    if not 0 < delta < 1:
-        raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+    epsilon, delta = _budget(args)
     if args.rows is not None and args.rows < 1:
         raise CliError(f"--rows must be >= 1, got {args.rows}")
     # The plan, part 1: outputs. None may be an input or another output; none is overwritten
@@ -418,12 +424,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         raise CliError("give both --epsilon and --delta (the promise to check), or neither")
     promise = {}
     if args.epsilon is not None:
-        promise = {"epsilon": _positive("--epsilon", args.epsilon),
-                   "delta": _positive("--delta", args.delta)}
-        if not (math.isfinite(promise["epsilon"]) and promise["epsilon"] > 0):
-            raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
-        if not 0 < promise["delta"] < 1:
-            raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+        epsilon, delta = _budget(args)
+        promise = {"epsilon": epsilon, "delta": delta}
     report = verify_ledger(path, **promise)
     if args.json:
         print(json.dumps({"ok": bool(report.ok), "status": report.status,
@@ -449,12 +451,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_ledger_create(args: argparse.Namespace) -> int:
     """An empty ledger with a lifetime budget, for several runs charged with --continue."""
     from dpcore.accounting import PrivacyFilter
-    epsilon = _positive("--epsilon", args.epsilon)
-    delta = _positive("--delta", args.delta)
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
-    if not 0 < delta < 1:
-        raise CliError(f"--delta must be in (0, 1), got {args.delta}")
+    epsilon, delta = _budget(args)
     _probe_writable(args.path, "ledger", must_not_exist=True)
     f = PrivacyFilter.from_approx_dp(epsilon, delta, ledger_path=args.path)
     f.close()

@@ -2,7 +2,7 @@
 small datasets, workloads, budgets and (T, alpha, k): the ledger's exact total equals the
 budget and verifies, it holds k T selection/measurement pairs with the calibrated parameters
 and one negligible retired residue, and every sensitive read follows a fresh charge (the
-audited-curator pattern of tests/property/test_mechanisms_privacy.py)."""
+audited curator of dpcore.testing)."""
 import itertools
 from fractions import Fraction
 
@@ -10,57 +10,13 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcore import Curator, Dataset, Domain
+from dpcore import Domain
 from dpcore.accounting import PrivacyFilter, ZCDPEvent, verify_ledger
 from dpcore.accounting.calibration import adaptive_measurements_round
+from dpcore.testing import AuditedCurator, TrackedDataset
 from mechanisms.adaptive import MWEMUpdate, PEPUpdate, adaptive_measurements
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-class TrackedDataset(Dataset):
-    """Fails any access to its records or counts outside a charged curator read."""
-
-    def _guard(self):
-        state = getattr(self, "state", None)
-        assert state is None or state["inside"], "records touched outside a charged curator read"
-
-    def marginals(self, attr_sets):
-        self._guard()
-        return super().marginals(attr_sets)
-
-    def project(self, attrs):
-        self._guard()
-        return super().project(attrs)
-
-    @property
-    def records(self):
-        self._guard()
-        return super().records
-
-    def __len__(self):
-        self._guard()
-        return super().__len__()
-
-
-class AuditedCurator(Curator):
-    """Counts sensitive reads; fails if one was not preceded by a fresh charge."""
-
-    def __init__(self, dataset, *args, **kwargs):
-        super().__init__(dataset, *args, **kwargs)
-        self.state = {"reads": 0, "last": Fraction(-1), "inside": False}
-        dataset.state = self.state
-
-    def _read(self, cliques):
-        spent = Fraction(self.privacy_filter.spent)
-        assert spent > self.state["last"], "sensitive read without a new charge"
-        self.state["last"] = spent
-        self.state["reads"] += 1
-        self.state["inside"] = True
-        try:
-            return super()._read(cliques)
-        finally:
-            self.state["inside"] = False
 
 
 @st.composite

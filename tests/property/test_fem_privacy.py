@@ -2,31 +2,16 @@
 with deliberately bad oracles: the ledger's exact total equals the budget, the verifier accepts
 it, and every sensitive read follows a fresh charge. Privacy never depends on the oracle."""
 import itertools
-from fractions import Fraction
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcore import Curator, Dataset, Domain
+from dpcore import Domain
 from dpcore.accounting import PrivacyFilter, verify_ledger
+from dpcore.testing import AuditedCurator, TrackedDataset
 from mechanisms.fem import fem
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-class AuditedCurator(Curator):
-    """Fails if a sensitive read is not preceded by a new charge."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.last, self.audit = Fraction(-1), 0
-
-    def _read(self, cliques):
-        spent = Fraction(self.privacy_filter.spent)
-        assert spent > self.last, "sensitive read without a new charge"
-        self.last, self.audit = spent, self.audit + 1
-        return super()._read(cliques)
 
 
 @st.composite
@@ -39,7 +24,7 @@ def problems(draw):
                         for s in shape], dtype=np.int64).T.reshape(n, d)
     subsets = [c for k in (1, 2, 3) for c in itertools.combinations(attrs, k)]
     workload = draw(st.lists(st.sampled_from(subsets), min_size=1, max_size=4, unique=True))
-    return (Dataset(records, Domain(attrs, shape)), workload, draw(st.floats(1e-3, 100)),
+    return (TrackedDataset(records, Domain(attrs, shape)), workload, draw(st.floats(1e-3, 100)),
             draw(st.floats(1e-12, 1e-3)), draw(st.integers(0, 2 ** 32)),
             draw(st.one_of(st.none(), st.floats(1, 100))))
 

@@ -11,8 +11,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcore import Curator, Dataset, Domain
+from dpcore import Dataset, Domain
 from dpcore.accounting import PrivacyFilter, ZCDPEvent, verify_ledger
+from dpcore.testing import AuditedCurator, TrackedDataset
 from mechanisms.aim import aim
 from mechanisms.independent import independent
 from mechanisms.mst import mst
@@ -20,62 +21,6 @@ from mechanisms.mwem import mwem
 
 FAST = {"max_iters": 30}
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-class TrackedDataset(Dataset):
-    """A dataset that fails any access to its records or counts outside a charged read."""
-
-    def _guard(self):
-        state = getattr(self, "state", None)
-        assert state is None or state["inside"], "records touched outside a charged curator read"
-
-    def marginals(self, attr_sets):
-        self._guard()
-        return super().marginals(attr_sets)
-
-    def project(self, attrs):
-        self._guard()
-        return super().project(attrs)
-
-    @property
-    def records(self):
-        self._guard()
-        return super().records
-
-    def __len__(self):
-        self._guard()
-        return super().__len__()
-
-
-class AuditedCurator(Curator):
-    """Counts sensitive reads; fails if one was not preceded by a fresh charge. Compressed
-    views share the audit state, since they share the filter. The dataset itself checks that
-    every access happens inside one of these reads."""
-
-    def __init__(self, dataset, *args, **kwargs):
-        super().__init__(dataset, *args, **kwargs)
-        self.state = {"reads": 0, "last": Fraction(-1), "inside": False}
-        dataset.state = self.state
-
-    @property
-    def audit(self):
-        return self.state["reads"]
-
-    def _read(self, cliques):
-        spent = Fraction(self.privacy_filter.spent)
-        assert spent > self.state["last"], "sensitive read without a new charge"
-        self.state["last"] = spent
-        self.state["reads"] += 1
-        self.state["inside"] = True
-        try:
-            return super()._read(cliques)
-        finally:
-            self.state["inside"] = False
-
-    def compress(self, mapping):
-        view = super().compress(mapping)
-        view.state = self.state
-        return view
 
 
 @st.composite

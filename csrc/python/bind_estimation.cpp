@@ -5,12 +5,16 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "dpcore/errors.hpp"
 #include "dpcore/estimation.hpp"
 
 namespace py = pybind11;
+
+[[noreturn]] void raise_type_error(const std::string& message);  // module.cpp
 using dpcore::Calibrator;
 
 namespace {
@@ -32,6 +36,12 @@ void bind_estimation(py::module_& m) {
       [](Calibrator& calibrator, const Array& slope, const Array& target, double total,
          double constant, py::object extra, const Array& theta, int max_iters, double tol,
          double smoothness, bool accelerated, py::object callback) {
+        if (!extra.is_none() && !PyCallable_Check(extra.ptr()))
+          raise_type_error("extra must be callable or None, got " +
+                           std::string(py::str(py::type::of(extra).attr("__name__"))));
+        if (!callback.is_none() && !PyCallable_Check(callback.ptr()))
+          raise_type_error("callback must be callable or None, got " +
+                           std::string(py::str(py::type::of(callback).attr("__name__"))));
         dpcore::Objective objective{to_vector(slope), to_vector(target), total, constant, {}};
         const std::size_t cells = objective.target.size();
         if (!extra.is_none())

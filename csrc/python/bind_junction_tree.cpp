@@ -136,9 +136,7 @@ void bind_junction_tree(py::module_& m) {
             else
               throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method +
                                             "'");
-            if (n < 0)
-              throw dpcore::InvalidArgument("number of records must be >= 0, got " +
-                                            std::to_string(n));
+            (void)dpcore::record_cells(n, c.tree().num_attrs());  // before allocating
             const auto d = static_cast<py::ssize_t>(c.tree().num_attrs());
             py::array_t<std::int64_t> out({static_cast<py::ssize_t>(n), d});
             std::int64_t* data = out.mutable_data();

@@ -13,13 +13,9 @@
 
 namespace py = pybind11;
 
-namespace {
+[[noreturn]] void raise_type_error(const std::string& message);  // module.cpp
 
-[[noreturn]] void raise_type_error(const std::string& message) {
-  py::object cls = py::module_::import("dpcore.errors").attr("DpcoreTypeError");
-  PyErr_SetString(cls.ptr(), message.c_str());
-  throw py::error_already_set();
-}
+namespace {
 
 std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
 
@@ -108,9 +104,14 @@ dpcore::CountOptions make_options(py::handle names, std::uint64_t max_cells, int
   dpcore::CountOptions options;
   options.max_cells = max_cells;
   options.threads = threads;
-  if (!names.is_none())
-    for (py::handle name : py::reinterpret_borrow<py::sequence>(names))
-      options.column_names.push_back(py::str(name));
+  if (names.is_none()) return options;
+  if (!PySequence_Check(names.ptr()) || PyUnicode_Check(names.ptr()))
+    raise_type_error("names must be a sequence of strings, got " + type_name(names));
+  for (py::handle name : py::reinterpret_borrow<py::sequence>(names)) {
+    if (!PyUnicode_Check(name.ptr()))
+      raise_type_error("names entries must be strings, got " + type_name(name));
+    options.column_names.push_back(py::str(name));
+  }
   return options;
 }
 

@@ -16,21 +16,25 @@ void bind_sampling(py::module_& m) {
       "sample_group",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& p, std::int64_t m,
          const std::string& method, std::uint64_t seed) {
-        if (p.ndim() != 1 || p.size() < 1)
-          throw dpcore::InvalidArgument("probabilities must be a non-empty 1-d array");
+        if (p.ndim() != 1)
+          throw dpcore::InvalidArgument("probabilities must be a 1-d array, got " +
+                                        std::to_string(p.ndim()) + " dimensions");
+        if (method != "round" && method != "sample")
+          throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method + "'");
+        const auto k = static_cast<std::size_t>(p.size());
+        dpcore::check_probabilities(p.data(), k);
         if (m < 0)
           throw dpcore::InvalidArgument("number of draws must be >= 0, got " + std::to_string(m));
+        (void)dpcore::record_cells(m, 1);  // before the output is allocated
         py::array_t<std::int64_t> out(static_cast<py::ssize_t>(m));
         dpcore::Rng rng(seed);
-        const auto k = static_cast<std::size_t>(p.size());
         if (method == "round")
           dpcore::round_group(p.data(), k, m, rng, out.mutable_data());
-        else if (method == "sample")
-          dpcore::sample_group(p.data(), k, m, rng, out.mutable_data());
         else
-          throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method + "'");
+          dpcore::sample_group(p.data(), k, m, rng, out.mutable_data());
         return out;
       },
       py::arg("p"), py::arg("m"), py::arg("method"), py::arg("seed"),
-      "m values in [0, len(p)) drawn from p by randomized rounding or i.i.d. sampling.");
+      "m values in [0, len(p)) drawn from p by randomized rounding or i.i.d. sampling; p must\n"
+      "be finite, >= 0 and not all zero.");
 }

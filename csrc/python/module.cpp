@@ -2,6 +2,10 @@
 // the kernels' C++ exceptions onto the Python classes in dpcore.errors.
 #include <pybind11/pybind11.h>
 
+#include <new>
+#include <stdexcept>
+#include <string>
+
 #include "dpcore/errors.hpp"
 
 namespace py = pybind11;
@@ -15,6 +19,99 @@ void bind_estimation(py::module_& m);
 void bind_sampling(py::module_& m);
 void bind_noise(py::module_& m);
 
+namespace {
+
+py::object& dpcore_type_error() {
+  static py::object cls;
+  return cls;
+}
+
+// "ndarray, list, str" for the arguments of a call (types only: the values can be data).
+std::string type_names(const py::args& args, const py::kwargs& kwargs, std::size_t skip) {
+  std::string out;
+  for (std::size_t i = skip; i < args.size(); ++i)
+    out += (out.empty() ? "" : ", ") + std::string(py::str(py::type::of(args[i]).attr("__name__")));
+  for (auto item : kwargs)
+    out += (out.empty() ? "" : ", ") + std::string(py::str(item.first)) + "=" +
+           std::string(py::str(py::type::of(item.second).attr("__name__")));
+  return out;
+}
+
+// The signatures listed in pybind11's multi-line "incompatible arguments" message, joined
+// into one line.
+std::string signatures(const std::string& message) {
+  std::string out;
+  std::size_t pos = 0;
+  while ((pos = message.find("\n    ", pos)) != std::string::npos) {
+    const std::size_t start = message.find(". ", pos) + 2;
+    const std::size_t end = message.find('\n', start);
+    out += (out.empty() ? "" : " | ") + message.substr(start, end - start);
+    pos = end;
+  }
+  return out;
+}
+
+// pybind11's dispatcher raises a bare, multi-line TypeError ("f(): incompatible function
+// arguments ...") when an argument has the wrong Python type, before any exception
+// translator can run. `f` is replaced by a function with the same name and docstring that
+// re-raises exactly that error as a one-line DpcoreTypeError; every other error passes as is.
+py::cpp_function guarded(py::object f, const std::string& name, py::handle cls) {
+  const std::size_t skip = cls ? 1 : 0;  // a method's self is not an argument to report
+  auto call = [f, name, skip](const py::args& args, const py::kwargs& kwargs) -> py::object {
+    try {
+      return f(*args, **kwargs);
+    } catch (py::error_already_set& e) {
+      const std::string message = py::str(e.value());
+      if (e.type().ptr() != PyExc_TypeError ||
+          message.find("(): incompatible ") == std::string::npos)
+        throw;
+      const std::string text = message.substr(0, message.find(". The following")) +
+                               "; expected " + signatures(message) + "; got (" +
+                               type_names(args, kwargs, skip) + ")";
+      PyErr_SetString(dpcore_type_error().ptr(), text.c_str());
+      throw py::error_already_set();
+    }
+  };
+  py::options options;
+  options.disable_function_signatures();  // the original docstring already starts with them
+  const std::string doc = py::getattr(f, "__doc__", py::str("")).is_none()
+                              ? std::string()
+                              : std::string(py::str(f.attr("__doc__")));
+  if (cls) return py::cpp_function(call, py::name(name.c_str()), py::is_method(cls),
+                                   py::doc(doc.c_str()));
+  return py::cpp_function(call, py::name(name.c_str()), py::doc(doc.c_str()));
+}
+
+// Wraps every public function of `m` and every public method and constructor of its classes.
+void guard_argument_types(py::module_& m) {
+  for (auto item : py::dict(m.attr("__dict__"))) {
+    const std::string name = py::str(item.first);
+    if (name.rfind("_", 0) == 0) continue;
+    py::handle value = item.second;
+    if (PyCFunction_Check(value.ptr())) {
+      m.attr(name.c_str()) = guarded(py::reinterpret_borrow<py::object>(value), name, {});
+    } else if (PyType_Check(value.ptr())) {
+      for (auto member : py::dict(value.attr("__dict__"))) {
+        const std::string method = py::str(member.first);
+        if ((method.rfind("_", 0) == 0 && method != "__init__") ||
+            !PyInstanceMethod_Check(member.second.ptr()))
+          continue;
+        py::object fn = py::reinterpret_borrow<py::object>(
+            PyInstanceMethod_GET_FUNCTION(member.second.ptr()));
+        value.attr(method.c_str()) = guarded(fn, method, value);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// For the binding files: raise dpcore.errors.DpcoreTypeError with `message`.
+[[noreturn]] void raise_type_error(const std::string& message) {
+  PyErr_SetString(dpcore_type_error().ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "dpcore compiled kernels (C++17). Use the Python API in dpcore, not this module.";
 
@@ -23,6 +120,7 @@ PYBIND11_MODULE(_core, m) {
   static py::object invalid_argument = errors.attr("InvalidArgumentError");
   static py::object domain_error = errors.attr("DomainError");
   static py::object too_large = errors.attr("TableTooLargeError");
+  dpcore_type_error() = errors.attr("DpcoreTypeError");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -34,6 +132,14 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(invalid_argument.ptr(), e.what());
     } catch (const dpcore::Error& e) {
       PyErr_SetString(invalid_argument.ptr(), e.what());
+    } catch (const py::reference_cast_error&) {
+      // A None (or a foreign object) where a bound C++ object is required by reference.
+      PyErr_SetString(dpcore_type_error().ptr(), "argument must be a dpcore._core object, got None");
+    } catch (const py::cast_error& e) {
+      // A Python value (e.g. a callback's return) that does not convert to the C++ type.
+      PyErr_SetString(dpcore_type_error().ptr(), e.what());
+    } catch (const std::length_error& e) {
+      PyErr_SetString(too_large.ptr(), (std::string("allocation too large: ") + e.what()).c_str());
     }
   });
 
@@ -44,4 +150,5 @@ PYBIND11_MODULE(_core, m) {
   bind_estimation(m);
   bind_sampling(m);
   bind_noise(m);
+  guard_argument_types(m);
 }

@@ -271,12 +271,23 @@ double JunctionTree::hypothetical_size_mb(const std::vector<std::vector<AttrId>>
   return sum_cells(shape_, triangulate(shape_, all)) * kBytesPerCell / kBytesPerMb;
 }
 
+void JunctionTree::throw_bad_clique(int clique) const {
+  throw InvalidArgument("clique index must be in [0, " + std::to_string(cliques_.size()) +
+                        "), got " + std::to_string(clique));
+}
+
+void JunctionTree::throw_bad_attr(AttrId attr) const {
+  throw InvalidArgument("attribute id must be in [0, " + std::to_string(num_attrs()) +
+                        "), got " + std::to_string(attr));
+}
+
 int JunctionTree::containing_clique(const std::vector<AttrId>& attrs) const {
+  check_attr_ids(attrs, num_attrs(), "contained attributes");
   int best = -1;
   for (std::size_t c = 0; c < cliques_.size(); ++c) {
     bool all = true;
     for (AttrId a : attrs)
-      if (a < 0 || a >= num_attrs() || !in_clique(int(c), a)) {
+      if (member_[c * shape_.size() + std::size_t(a)] == 0) {
         all = false;
         break;
       }

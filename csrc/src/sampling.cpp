@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "dpcore/domain.hpp"
 #include "dpcore/errors.hpp"
 
 namespace dpcore {
@@ -21,7 +22,8 @@ std::uint64_t Rng::below(std::uint64_t bound) {
 
 namespace {
 
-// p scaled to sum 1 (uniform when its mass is zero or not finite).
+// p scaled to sum 1 (uniform when its mass is zero or not finite: inside sample_records a
+// conditional row can underflow to zero although its separator cell was drawn).
 void normalized(const double* p, std::size_t k, std::vector<double>* q) {
   double total = 0.0;
   for (std::size_t i = 0; i < k; ++i) total += p[i] > 0.0 ? p[i] : 0.0;
@@ -40,9 +42,9 @@ void shuffle(std::int64_t* v, std::int64_t m, Rng& rng) {
   }
 }
 
-}  // namespace
-
-void round_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out) {
+// The samplers behind round_group / sample_group, unchecked for sample_records' own tables.
+void round_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
+                     std::int64_t* out) {
   if (m <= 0) return;
   thread_local std::vector<double> q;
   normalized(p, k, &q);
@@ -76,7 +78,8 @@ void round_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::
   shuffle(out, m, rng);
 }
 
-void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out) {
+void sample_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
+                      std::int64_t* out) {
   if (m <= 0) return;
   thread_local std::vector<double> cdf;
   normalized(p, k, &cdf);
@@ -96,10 +99,48 @@ void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std:
   }
 }
 
+void check_group(const double* p, std::size_t k, std::int64_t m) {
+  if (m < 0) throw InvalidArgument("number of draws must be >= 0, got " + std::to_string(m));
+  check_probabilities(p, k);
+}
+
+}  // namespace
+
+void check_probabilities(const double* p, std::size_t k) {
+  if (k == 0) throw InvalidArgument("probabilities must have at least one entry, got 0");
+  double total = 0.0;
+  for (std::size_t i = 0; i < k; ++i) {
+    if (!std::isfinite(p[i]) || p[i] < 0.0)
+      throw InvalidArgument("probabilities must be finite and >= 0, got " + std::to_string(p[i]) +
+                            " at index " + std::to_string(i));
+    total += p[i];
+  }
+  if (!(total > 0.0) || !std::isfinite(total))
+    throw InvalidArgument("probabilities must have a positive finite sum, got " +
+                          std::to_string(total));
+}
+
+void round_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out) {
+  check_group(p, k, m);
+  round_unchecked(p, k, m, rng, out);
+}
+
+void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out) {
+  check_group(p, k, m);
+  sample_unchecked(p, k, m, rng, out);
+}
+
+std::uint64_t record_cells(std::int64_t n, std::int64_t width) {
+  if (n < 0) throw InvalidArgument("number of records must be >= 0, got " + std::to_string(n));
+  if (width < 0) throw InvalidArgument("record width must be >= 0, got " + std::to_string(width));
+  if (n == 0 || width == 0) return 0;
+  return checked_cell_count({n, width});
+}
+
 void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
                     std::uint64_t seed, std::int64_t* out) {
-  if (n < 0) throw InvalidArgument("number of records must be >= 0, got " + std::to_string(n));
   const JunctionTree& t = model.tree();
+  (void)record_cells(n, t.num_attrs());
   const auto d = static_cast<std::size_t>(t.num_attrs());
   if (n == 0) return;
   Rng rng(seed);
@@ -144,9 +185,9 @@ void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod me
       if (m == 0) continue;
       const double* p = table.data() + g * width;
       if (method == SampleMethod::kRound)
-        round_group(p, width, m, rng, draws.data());
+        round_unchecked(p, width, m, rng, draws.data());
       else
-        sample_group(p, width, m, rng, draws.data());
+        sample_unchecked(p, width, m, rng, draws.data());
       for (std::int64_t i = 0; i < m; ++i) {
         const std::int64_t r = rows_by_group[std::size_t(begin + i)];
         std::int64_t cell = draws[std::size_t(i)];
@@ -161,9 +202,7 @@ void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod me
 
 std::vector<std::int64_t> sample_records(const CalibratedTree& model, std::int64_t n,
                                          SampleMethod method, std::uint64_t seed) {
-  if (n < 0) throw InvalidArgument("number of records must be >= 0, got " + std::to_string(n));
-  std::vector<std::int64_t> out(static_cast<std::size_t>(n) *
-                                static_cast<std::size_t>(model.tree().num_attrs()));
+  std::vector<std::int64_t> out(record_cells(n, model.tree().num_attrs()));
   sample_records(model, n, method, seed, out.data());
   return out;
 }

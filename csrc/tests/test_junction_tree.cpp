@@ -3,6 +3,7 @@
 #include "dpcore/junction_tree.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <vector>
@@ -138,10 +139,33 @@ static void test_calibrate_rejects_bad_input() {
   set_max_table_cells(old);
 }
 
+static void test_clique_indices_checked() {
+  // Indices from outside (the Python binding, a linking service) are bounds-checked.
+  const JunctionTree tree({2, 3, 4}, Cliques{{0, 1}, {1, 2}});
+  const int k = static_cast<int>(tree.cliques().size());
+  CHECK(k == 2);
+  for (int c : {-1, k, 99, 1000000000, INT32_MIN, INT32_MAX}) {
+    CHECK_THROWS(tree.parent(c), InvalidArgument);
+    CHECK_THROWS(tree.separator(c), InvalidArgument);
+    CHECK_THROWS(tree.in_clique(c, 0), InvalidArgument);
+  }
+  for (AttrId a : {-1, 3, INT32_MAX}) {
+    CHECK_THROWS(tree.in_clique(0, a), InvalidArgument);
+    CHECK_THROWS(tree.containing_clique({a}), InvalidArgument);
+  }
+  CHECK_THROWS(tree.containing_clique({1, 1}), InvalidArgument);
+  CHECK(tree.parent(tree.order()[0]) == -1);
+  CHECK(tree.parent(tree.order()[1]) == tree.order()[0]);
+  CHECK(tree.separator(tree.order()[1]) == std::vector<AttrId>{1});
+  CHECK(tree.containing_clique({}) == 0 || tree.containing_clique({}) == 1);
+  CHECK(tree.in_clique(tree.containing_clique({2}), 2));
+}
+
 int main() {
   test_sizes_by_hand();
   test_hypothetical_size_matches_built_tree();
   test_calibration_matches_brute_force();
   test_calibrate_rejects_bad_input();
+  test_clique_indices_checked();
   return dpcore_test::report();
 }

@@ -3,6 +3,7 @@
 #include "dpcore/sampling.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,11 +26,40 @@ static void test_round_group_counts() {
     CHECK(counts[0] + counts[2] == 5);
     CHECK(counts[0] >= 2 && counts[2] >= 2);
   }
-  const double zero[2] = {0.0, 0.0};  // no mass: uniform
+}
+
+static void test_group_samplers_refuse_bad_probabilities() {
+  // NaN, infinite, negative or all-zero weights have no distribution to draw from.
+  const double nan = std::nan("");
+  const double inf = HUGE_VAL;
+  const std::vector<std::vector<double>> bad = {
+      {nan, 1.0}, {1.0, inf}, {-0.5, 1.0}, {0.0, 0.0}, {1.0, -inf}, {1e308, 1e308}};
+  std::int64_t out[4] = {-7, -7, -7, -7};
+  for (const auto& p : bad) {
+    Rng rng(1);
+    CHECK_THROWS(round_group(p.data(), p.size(), 4, rng, out), InvalidArgument);
+    CHECK_THROWS(sample_group(p.data(), p.size(), 4, rng, out), InvalidArgument);
+    CHECK_THROWS(check_probabilities(p.data(), p.size()), InvalidArgument);
+  }
+  CHECK(out[0] == -7 && out[3] == -7);  // refused before anything was written
+  const double one[1] = {1.0};
   Rng rng(1);
-  std::int64_t out[4];
-  round_group(zero, 2, 4, rng, out);
-  CHECK(out[0] + out[1] + out[2] + out[3] == 2);
+  CHECK_THROWS(round_group(one, 0, 4, rng, out), InvalidArgument);
+  CHECK_THROWS(sample_group(one, 1, -1, rng, out), InvalidArgument);
+  CHECK_THROWS(round_group(one, 1, -1, rng, out), InvalidArgument);
+  const double zero_and_one[2] = {0.0, 1.0};  // zero entries are fine when the total is positive
+  sample_group(zero_and_one, 2, 4, rng, out);
+  CHECK(out[0] == 1 && out[1] == 1 && out[2] == 1 && out[3] == 1);
+}
+
+static void test_record_cells_checked() {
+  CHECK(record_cells(0, 5) == 0);
+  CHECK(record_cells(7, 0) == 0);
+  CHECK(record_cells(3, 4) == 12);
+  CHECK_THROWS(record_cells(-1, 3), InvalidArgument);
+  CHECK_THROWS(record_cells(3, -1), InvalidArgument);
+  CHECK_THROWS(record_cells(std::int64_t(1) << 40, 1 << 20), TableTooLarge);
+  CHECK_THROWS(record_cells(INT64_MAX, INT64_MAX), TableTooLarge);  // the product overflows
 }
 
 static void test_sample_group_follows_p() {
@@ -76,10 +106,13 @@ static void test_records_reproducible_and_consistent() {
     CHECK(std::fabs(counts[i] - 1000.0 * belief.values()[i]) < 1.0);
   CHECK(sample_records(cal, 0, SampleMethod::kRound, 1).empty());
   CHECK_THROWS(sample_records(cal, -1, SampleMethod::kRound, 1), InvalidArgument);
+  CHECK_THROWS(sample_records(cal, INT64_MAX, SampleMethod::kSample, 1), TableTooLarge);
 }
 
 int main() {
   test_round_group_counts();
+  test_group_samplers_refuse_bad_probabilities();
+  test_record_cells_checked();
   test_sample_group_follows_p();
   test_records_reproducible_and_consistent();
   return dpcore_test::report();

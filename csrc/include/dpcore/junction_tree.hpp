@@ -46,16 +46,19 @@ class JunctionTree {
   const std::vector<std::pair<int, int>>& edges() const { return edges_; }
   /// Cliques in breadth-first order from the root (clique 0): parents before children.
   const std::vector<int>& order() const { return order_; }
-  /// Parent of a clique (-1 for the root).
-  int parent(int clique) const { return parent_[static_cast<std::size_t>(clique)]; }
-  /// Separator between a clique and its parent, sorted (empty for the root).
+  /// Parent of a clique (-1 for the root). InvalidArgument when `clique` is not in
+  /// [0, cliques().size()).
+  int parent(int clique) const { return parent_[clique_index(clique)]; }
+  /// Separator between a clique and its parent, sorted (empty for the root). InvalidArgument
+  /// when `clique` is out of range.
   const std::vector<AttrId>& separator(int clique) const {
-    return separator_[static_cast<std::size_t>(clique)];
+    return separator_[clique_index(clique)];
   }
-  /// True when `attr` is in clique `clique`.
+  /// True when `attr` is in clique `clique`. InvalidArgument when either is out of range.
   bool in_clique(int clique, AttrId attr) const {
-    return member_[static_cast<std::size_t>(clique) * shape_.size() +
-                   static_cast<std::size_t>(attr)] != 0;
+    const std::size_t c = clique_index(clique);
+    if (attr < 0 || attr >= num_attrs()) throw_bad_attr(attr);
+    return member_[c * shape_.size() + static_cast<std::size_t>(attr)] != 0;
   }
   /// Sizes of the attributes of `attrs`.
   std::vector<std::int64_t> shape_of(const std::vector<AttrId>& attrs) const;
@@ -67,10 +70,18 @@ class JunctionTree {
   /// size_mb() of the tree built from input_cliques() plus `extra`, without building it.
   double hypothetical_size_mb(const std::vector<std::vector<AttrId>>& extra) const;
   /// Index of the clique with the fewest cells that contains every attribute of `attrs`
-  /// (ties: lowest index), or -1 when none does.
+  /// (ties: lowest index), or -1 when none does. InvalidArgument on unknown or repeated ids.
   int containing_clique(const std::vector<AttrId>& attrs) const;
 
  private:
+  // `clique` as an index into the per-clique vectors; InvalidArgument when out of range.
+  std::size_t clique_index(int clique) const {
+    if (clique < 0 || static_cast<std::size_t>(clique) >= cliques_.size()) throw_bad_clique(clique);
+    return static_cast<std::size_t>(clique);
+  }
+  [[noreturn]] void throw_bad_clique(int clique) const;
+  [[noreturn]] void throw_bad_attr(AttrId attr) const;
+
   std::vector<std::int64_t> shape_;
   std::vector<std::vector<AttrId>> input_;
   std::vector<std::vector<AttrId>> cliques_;

@@ -40,16 +40,25 @@ class Rng {
   std::mt19937_64 engine_;
 };
 
+/// Validates weights for round_group / sample_group: k >= 1, every p_i finite and >= 0, and
+/// a positive finite total. InvalidArgument naming the first offending index otherwise.
+void check_probabilities(const double* p, std::size_t k);
+
 /// Algorithm 7 for one group: `m` values in [0, k) whose counts are floor(m p_i) plus the
 /// remainders drawn without replacement proportional to the fractional parts, shuffled.
-/// `p` need not be normalised (it is scaled to sum 1; all-zero means uniform).
+/// `p` need not be normalised (it is scaled to sum 1). InvalidArgument when m < 0 or `p`
+/// fails check_probabilities().
 void round_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out);
 
-/// `m` independent draws from p (unnormalised; all-zero means uniform).
+/// `m` independent draws from p (unnormalised). InvalidArgument as round_group().
 void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std::int64_t* out);
 
+/// Cells of an n x width array of drawn codes, checked before it is allocated:
+/// InvalidArgument when n < 0 or width < 0, TableTooLarge over max_table_cells().
+std::uint64_t record_cells(std::int64_t n, std::int64_t width);
+
 /// Writes n records (row-major n x num_attrs, codes in domain order) into `out`.
-/// InvalidArgument when n < 0.
+/// InvalidArgument when n < 0, TableTooLarge when record_cells(n, num_attrs) is over the cap.
 void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
                     std::uint64_t seed, std::int64_t* out);
 

@@ -132,6 +132,8 @@ def _satisfies(rule: str, col: Any, pred: Any) -> np.ndarray:
         if not isinstance(arg, list) or len(arg) != 2:
             raise _err(rule, f"'range' on {col.name!r} must be [lo, hi], got {arg!r}")
         lo, hi = (_number(rule, f"'range' on {col.name!r}", v) for v in arg)
+        if lo > hi:
+            raise _err(rule, f"'range' on {col.name!r} needs lo <= hi, got [{lo:g}, {hi:g}]")
         for code, (tag, v) in enumerate(_values(col)):
             if tag == "missing":
                 continue

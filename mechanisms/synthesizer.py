@@ -358,8 +358,9 @@ class Synthesizer(abc.ABC):
         """``n`` rows of every column from the model conditioned on the allowed cells.
 
         Rejection: draw, regenerate derived columns, drop rows in a forbidden cell, draw again
-        until ``n`` are kept. The kept rows are i.i.d. from the model's law conditioned on the
-        allowed set, and the expected number of draws is ``n / (1 - q)`` with q the model's
+        until ``n`` are kept. The kept rows follow the model's law conditioned on the allowed
+        set (the model draws by randomized rounding, so per-cell counts have that law's
+        expectations with less variance than i.i.d. draws), and the expected number of draws is ``n / (1 - q)`` with q the model's
         mass on forbidden cells. We do not put -inf potentials in the model instead: the
         compiled calibrator's log-space fast path assumes finite potentials, and a rule whose
         columns share no clique would have to be forced into one, which can break the
@@ -375,6 +376,7 @@ class Synthesizer(abc.ABC):
             batch = min(int(want / max(rate, 1e-3) * 1.1) + 16, 50 * n + 10_000)
             full = expand(self._draw(batch, int(rng.integers(2 ** 63))), self.schema_)
             ok = full[~forbidden_rows(full, self.schema_)]
+            ok = ok[rng.permutation(len(ok))]   # truncating a rounded (ordered) batch would bias
             kept.append(ok[:want])
             have += min(len(ok), want)
             drawn, allowed = drawn + batch, allowed + len(ok)

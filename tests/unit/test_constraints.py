@@ -191,3 +191,31 @@ def test_violations_count_rows_per_rule():
     got = {v["rule"]: (v["rows"], v["share"]) for v in violations(codes, s)}
     assert got == {"industry": (1, 0.1), "decile": (0, 0.0), "kids": (3, 0.3),
                    "adults": (0, 0.0)}
+
+
+def test_evaluate_reports_violations_per_rule(tmp_path, capsys):
+    import json
+
+    from dpcore.cli import main
+    (tmp_path / "schema.json").write_text(json.dumps(schema_dict()))
+    real = frame(40)
+    real.to_csv(tmp_path / "real.csv", index=False)
+    synth = real.copy()
+    synth.loc[:3, "CAT"] = "B"          # rows 0-3: a1/a2 -> B breaks "industry" unless b1
+    synth.loc[10:14, ["AGE", "IND", "CAT"]] = [3, "a1", "A"]   # 5 working children
+    synth.to_csv(tmp_path / "synth.csv", index=False)
+    args = ["evaluate", "--real", str(tmp_path / "real.csv"), "--synth",
+            str(tmp_path / "synth.csv"), "--schema", str(tmp_path / "schema.json"),
+            "--workload", "all-2way"]
+    want_industry = int((real.loc[:3, "CAT"] != "B").sum())
+    assert want_industry > 0
+    want_kids = 5 + int(((real.AGE < 16) & (real.IND != "N")).sum())
+    assert main(args + ["--json", "--report", str(tmp_path / "report")]) == 0
+    got = {v["rule"]: v for v in json.loads(capsys.readouterr().out)["violations"]}
+    assert got["industry"]["rows"] == want_industry and got["kids"]["rows"] == want_kids
+    assert got["kids"]["share"] == want_kids / 40 and got["adults"]["rows"] == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Schema constraints" in page and "<td>kids</td>" in page
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert f"{want_kids} ({want_kids / 40:.2%})  forbidden kids" in text

@@ -34,6 +34,7 @@ MODULES = (
     "merged_cells",
     "mst_calibration",
     "cost_rounding",
+    "structural_constraints",
 )
 
 

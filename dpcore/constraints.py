@@ -18,9 +18,13 @@ drafts one. Two rule types, each with a ``"name"``:
   compiles to a boolean mask over its column's codes; a code is forbidden only if *every* value
   it stands for satisfies the predicate, so a bin straddling a boundary is a schema error.
 
-Generation honours forbidden rules by rejection (see ``Synthesizer.sample_codes``): a model's
-samples conditioned on the allowed cells. Every rule is a function of public information and of
-the released model only, so none changes any release's sensitivity (proofs/structural_constraints.py).
+Generation honours forbidden rules by rejection (``Synthesizer.sample_codes``): the model's
+samples conditioned on the allowed cells, at an expected cost of 1 / (1 - q) draws per row
+(q: the model's mass on forbidden cells). Rejection rather than -inf potentials, because the
+compiled calibrator's log-space fast path assumes finite potentials, and structural zeros over
+columns that share no clique would force them into one, which can blow the model-size cap;
+rejection works for every mechanism unchanged. Every rule is public and rejection reads only
+the released model, so no release's sensitivity changes (proofs/structural_constraints.py).
 """
 from __future__ import annotations
 

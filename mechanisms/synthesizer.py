@@ -360,13 +360,14 @@ class Synthesizer(abc.ABC):
         Rejection: draw, regenerate derived columns, drop rows in a forbidden cell, draw again
         until ``n`` are kept. The kept rows follow the model's law conditioned on the allowed
         set (the model draws by randomized rounding, so per-cell counts have that law's
-        expectations with less variance than i.i.d. draws), and the expected number of draws is ``n / (1 - q)`` with q the model's
-        mass on forbidden cells. We do not put -inf potentials in the model instead: the
-        compiled calibrator's log-space fast path assumes finite potentials, and a rule whose
-        columns share no clique would have to be forced into one, which can break the
-        model-size cap. Rejection is post-processing of the released model (no budget).
-        Refuses when the model puts more than 99.9 % of its mass on forbidden cells;
-        ``rejection_rate_`` keeps the share of draws rejected by the last call."""
+        expectations with less variance than i.i.d. draws); the expected number of draws is
+        ``n / (1 - q)`` with q the model's mass on forbidden cells. We do not put -inf
+        potentials in the model instead: the compiled calibrator's log-space fast path assumes
+        finite potentials, and a rule whose columns share no clique would have to be forced
+        into one, which can break the model-size cap. Rejection is post-processing of the
+        released model (no budget; proofs/structural_constraints.py). Refuses when the model
+        puts more than 99.9 % of its mass on forbidden cells; ``rejection_rate_`` keeps the
+        share of draws rejected by the last call."""
         rng = np.random.default_rng(seed)
         kept: list[np.ndarray] = []
         have = drawn = allowed = 0

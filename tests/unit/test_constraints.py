@@ -219,3 +219,22 @@ def test_evaluate_reports_violations_per_rule(tmp_path, capsys):
     assert main(args) == 0
     text = capsys.readouterr().out
     assert f"{want_kids} ({want_kids / 40:.2%})  forbidden kids" in text
+
+
+def test_cli_synth_honours_the_rules_and_the_ledger_verifies(tmp_path, capsys):
+    import json
+
+    from dpcore.cli import main
+    (tmp_path / "schema.json").write_text(json.dumps(schema_dict()))
+    frame().to_csv(tmp_path / "real.csv", index=False)
+    code = main(["synth", "--quiet", "--mechanism", "mst", "--data", str(tmp_path / "real.csv"),
+                 "--schema", str(tmp_path / "schema.json"), "--epsilon", "1", "--delta",
+                 "1e-9", "--out", str(tmp_path / "out.csv"), "--ledger",
+                 str(tmp_path / "ledger.json"), "--seed", "0"])
+    assert code == 0
+    capsys.readouterr()
+    out = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    assert list(out.columns) == list(COLUMNS)
+    assert (out.CAT == out.IND.map(INDUSTRY)).all()
+    assert not ((out.AGE.astype(int) < 16) & (out.IND != "N")).any()
+    assert main(["verify", str(tmp_path / "ledger.json")]) == 0

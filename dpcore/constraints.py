@@ -126,6 +126,7 @@ def _number(rule: str, what: str, v: Any) -> float:
 
 def _satisfies(rule: str, col: Any, pred: Any) -> np.ndarray:
     """The boolean mask over ``col``'s codes; a code only partly inside is an error."""
+    from dpcore.schema import CategoricalColumn
     if not isinstance(pred, Mapping) or len(pred) != 1 or next(iter(pred)) not in (
             "range", "in", "not_in"):
         raise _err(rule, f"predicate on {col.name!r} must be one of {{'range': [lo, hi]}}, "
@@ -156,6 +157,12 @@ def _satisfies(rule: str, col: Any, pred: Any) -> np.ndarray:
         return out
     if not isinstance(arg, list):
         raise _err(rule, f"{kind!r} on {col.name!r} must be a list of values, got {arg!r}")
+    if isinstance(col, CategoricalColumn) and col.other is None:   # catch a mistyped label
+        unknown = [x for x in arg if x is not None
+                   and not any(_same(c, x) for c in col.categories)]
+        if unknown:
+            raise _err(rule, f"{kind!r} on {col.name!r} names {unknown[0]!r}, which is not "
+                             f"one of its categories")
     for code, (tag, v) in enumerate(_values(col)):
         if tag == "missing":
             hit = any(x is None for x in arg)

@@ -60,6 +60,7 @@ def test_masks_and_round_trip_of_the_spec():
     ([{**RULES[2], "when": {"AGE": {"range": [0, 20]}}}], "cuts bin 1"),
     ([{**RULES[2], "when": {"AGE": {"range": [0, 59]}}}], "forbids every cell"),
     ([{**RULES[2], "when": {"AGE": {"between": [0, 59]}}}], "predicate on 'AGE'"),
+    ([{**RULES[2], "when": {"IND": {"in": ["n"]}}}], "names 'n', which is not one of"),
     ([{**RULES[0], "map": {"N": "N", "a1": "A"}}], "misses the 'IND' value 'a2'"),
     ([{**RULES[0], "map": {**INDUSTRY, "b1": "Z"}}], "not a category"),
     ([{**RULES[0], "column": "IND"}], "cannot derive from itself"),

@@ -181,6 +181,47 @@ def run(seeds=(0, 1, 2), mechanisms=("aim", "mst")) -> list[dict]:
     return rows
 
 
+def ablate(seed: int = 0) -> list[str]:
+    """Which rules' rejection costs workload error: one constrained fit per mechanism, one
+    pool of 6x draws before rejection, then rejection by one group of rules at a time."""
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    from dpcore.constraints import expand, forbidden_rules
+    from dpcore.encoding import encode_frame
+    from dpcore.evaluation import evaluate
+    from dpcore.schema import Schema
+
+    schema = Schema.load(SCHEMA_PATH)
+    frame = pd.read_csv(os.path.join(DATA, "national2019", "national2019-raw.csv"), dtype=str,
+                        keep_default_na=False, na_filter=False)
+    real, n = encode_frame(frame, schema), len(frame)
+    work = [c for k in (2, 3) for c in itertools.combinations(schema.names, k)]
+    groups: dict[str, list] = {}
+    for r in forbidden_rules(schema):
+        groups.setdefault(" x ".join(r.masks), []).append(r)   # rules over the same columns
+    lines = ["| mechanism | rejection by | model mass there | workload error |",
+             "|---|---|---|---|"]
+    for mechanism in ("aim", "mst"):
+        synth = _fit(mechanism, frame, schema, seed)
+        pool = expand(synth._draw(6 * n, seed + 100), schema)
+        rng = np.random.default_rng(seed)
+        err = evaluate(real, pool[rng.permutation(len(pool))[:n]], schema.domain_dict(), work)
+        lines.append(f"| {mechanism} | no rule | - | {err.workload_error:.4f} |")
+        for key, rules in groups.items():
+            bad = np.zeros(len(pool), dtype=bool)
+            for r in rules:
+                bad |= r.holds(pool, schema.names)
+            kept = pool[~bad][rng.permutation(int((~bad).sum()))[:n]]
+            err = evaluate(real, kept, schema.domain_dict(), work).workload_error
+            lines.append(f"| {mechanism} | {key} ({len(rules)} rules) | {bad.mean():.1%} | "
+                         f"{err:.4f} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def report(rows: list[dict]) -> str:
     import numpy as np
     lines = ["# Public structural constraints on national2019 (issue 23)", "",
@@ -215,6 +256,24 @@ def report(rows: list[dict]) -> str:
         lines.append(f"| {rule} | " + " | ".join(f"{c:.0f}" for c in cells) + " |")
     lines += ["", "With the constraints every rule is broken by 0 rows in every run (asserted "
               "by the script).", ""]
+    ablation = RESULTS.replace(".md", "-ablation.md")
+    if os.path.exists(ablation):
+        with open(ablation) as fh:
+            table = fh.read().strip()
+        lines += [
+            "## Where rejection costs accuracy (`python bench/constraints.py ablate`, seed 0)",
+            "", "One constrained fit per mechanism, one pool of draws before rejection, then "
+            "rejection by the rules over one pair of columns at a time:", "", table, "",
+            "Reading: dropping the derived column costs nothing (MST before rejection "
+            "matches the unconstrained fit). Rejection conditions the model on the allowed "
+            "cells; when the model has not learnt the pair a rule is about, it puts mass on "
+            "the forbidden cells (AIM: 8.8% on AGEP < 16 with an industry; MST: 12% on group "
+            "quarters that own or rent, 4.5% on AGEP x EDU) and conditioning removes that mass "
+            "unevenly (e.g. too few children), which moves every marginal holding AGEP. Rules "
+            "the model already respects cost nothing. So the issue's second acceptance "
+            "criterion (workload error no worse) is not met by rejection alone: the model "
+            "must learn the rule pairs (measure each rule's columns, coarsened by its masks, "
+            "or force them into a clique) so that little mass is left to reject.", ""]
     return "\n".join(lines)
 
 
@@ -231,6 +290,10 @@ def main(argv: list[str]) -> int:
             fh.write(report(rows))
         with open(RESULTS.replace(".md", ".jsonl"), "w") as fh:
             fh.writelines(json.dumps(r) + "\n" for r in rows)
+        return 0
+    if argv[:1] == ["ablate"]:
+        with open(RESULTS.replace(".md", "-ablation.md"), "w") as fh:
+            fh.write("\n".join(ablate()) + "\n")
         return 0
     if argv[:1] == ["report"]:   # rewrite the table from the last run's rows
         with open(RESULTS.replace(".md", ".jsonl")) as fh:

@@ -463,6 +463,7 @@ def _cmd_ledger_create(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------ evaluate
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from dpcore.constraints import unconstrained, violations
     from dpcore.encoding import read_codes
     from dpcore.evaluation import evaluate
     from dpcore.fidelity import compare, train_synthetic_test_real
@@ -478,8 +479,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise CliError(f"--target must be a schema column, got {args.target!r}")
     result_doc = _load_result(args.result) if args.result is not None else None
     real = read_codes(real_path, schema, sep=args.delimiter, debug=args.debug)
-    synth_schema = _clipping(schema) if args.clip else schema
+    # the synthetic table is read without the constraints: breaking them is counted, not fatal
+    synth_schema = _clipping(unconstrained(schema)) if args.clip else unconstrained(schema)
     synth = read_codes(args.synth, synth_schema, sep=args.delimiter, debug=args.debug)
+    broken = violations(synth, schema) if schema.constraints else None
     evaluation = evaluate(real, synth, schema.domain_dict(), args.workload)
     fidelity = None
     if not schema.encoded:
@@ -495,6 +498,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             doc["raw"] = fidelity.to_dict()
         if tstr is not None:
             doc["tstr"] = tstr
+        if broken is not None:
+            doc["violations"] = broken
         print(json.dumps(doc, indent=1))
     else:
         print(f"workload error {evaluation.workload_error:.4f} (AIM Definition 2, mean L1 of "
@@ -515,10 +520,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             a, b = tstr["train_synthetic"], tstr["train_real"]
             print(f"train on synthetic, test on real ({args.target}): accuracy "
                   f"{a['accuracy']:.3f} (trained on real: {b['accuracy']:.3f})")
+        if broken is not None:
+            print("schema constraints: synthetic rows breaking each rule")
+            for v in broken:
+                print(f"  {v['rows']:>8} ({v['share']:.2%})  {v['type']} {v['rule']}")
     if args.report is not None:
         from dpcore.report import write_report
         index = write_report(args.report, real, synth, schema, evaluation, result_doc,
-                             fidelity=fidelity, tstr=tstr)
+                             fidelity=fidelity, tstr=tstr, violations=broken)
         if not args.json:
             print(f"report: {index}")
     return EXIT_OK

@@ -289,6 +289,9 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
                                "is missing, and the schema says missing: error", debug)
                 codes[missing] = col.missing_code
         out[:, j] = codes
+    if schema.constraints:   # real rows must keep the public rules (or be re-derived)
+        from dpcore.constraints import check_derived
+        check_derived(out, schema, row_offset=row_offset)
     return out
 
 
@@ -480,6 +483,9 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: int | None = None,
     if method not in (None, "uniform", "midpoint"):
         raise InvalidArgumentError(f"method must be 'uniform' or 'midpoint', got {method!r}")
     rng = np.random.default_rng(seed)
+    if schema.constraints:   # derived columns follow their parents, whatever produced the codes
+        from dpcore.constraints import derive
+        codes = derive(codes.copy(), schema)
     data: dict[str, Any] = {}
     for j, col in enumerate(schema.columns):
         k = codes[:, j].astype(np.int64)

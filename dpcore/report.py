@@ -201,12 +201,24 @@ def _tstr_section(tstr: dict[str, Any]) -> list[str]:
             f"</table><p>Both scored on the same {tstr['test_rows']} held-out real rows.</p>"]
 
 
+def _violations_section(violations: list[dict[str, Any]]) -> list[str]:
+    esc = html.escape
+    rows = [f"<tr><td>{esc(v['rule'])}</td><td>{esc(v['type'])}</td><td>{v['rows']}</td>"
+            f"<td>{v['share']:.2%}</td></tr>" for v in violations]
+    return ["<h2>Schema constraints</h2>",
+            "<p>Synthetic rows breaking each public rule of the schema.</p>",
+            "<table><tr><th>rule</th><th>type</th><th>rows</th><th>share</th></tr>", *rows,
+            "</table>"]
+
+
 def write_report(directory: str | os.PathLike, real: np.ndarray, synth: np.ndarray,
                  schema: Schema, evaluation: EvaluationResult,
                  result: dict[str, Any] | None = None, *, fidelity: Any = None,
-                 tstr: dict[str, Any] | None = None) -> Path:
+                 tstr: dict[str, Any] | None = None,
+                 violations: list[dict[str, Any]] | None = None) -> Path:
     """Write ``index.html`` and its PNGs into ``directory`` (created if needed); return the
-    page's path."""
+    page's path. ``violations``: synthetic rows breaking each schema constraint
+    (:func:`dpcore.constraints.violations`)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     oneway_plot(real, synth, schema, out / "oneway.png")
@@ -238,6 +250,8 @@ def write_report(directory: str | os.PathLike, real: np.ndarray, synth: np.ndarr
         parts += _raw_section(fidelity, out)
     if tstr is not None:
         parts += _tstr_section(tstr)
+    if violations is not None:
+        parts += _violations_section(violations)
     bounds = (result or {}).get("confidence_bounds")
     if bounds:
         pairs = bound_pairs(real, synth, schema, bounds)

@@ -8,6 +8,8 @@ private). Two kinds of file are accepted, told apart by content:
   is categorical (a list of categories, an optional "other" bucket) or numeric (public bounds,
   bins as a count or explicit edges, integer or float, clip or error out of bounds); each column
   says whether missing values get their own code or are an error;
+  an optional top-level ``"constraints"`` list holds public rules (derived columns, forbidden
+  combinations: :mod:`dpcore.constraints`), checked when the schema loads;
 * an ``mbi``-style domain file ``{"column": size, ...}`` for pre-encoded integer data.
 
 Codes are laid out per column as: categories (or bins) in order, then the "other" bucket if
@@ -422,7 +424,7 @@ class Schema:
     """
 
     def __init__(self, columns: Sequence[Column], *, missing_values: Sequence[str] = ("",),
-                 warning: str | None = None) -> None:
+                 warning: str | None = None, constraints: Sequence[Any] | None = None) -> None:
         names = [c.name for c in columns]
         if not names:
             raise _fail(None, "needs at least one column")
@@ -432,6 +434,9 @@ class Schema:
         self.columns: tuple[Column, ...] = tuple(columns)
         self.missing_values: tuple[str, ...] = tuple(str(m) for m in missing_values)
         self.warning = warning
+        # public rules (dpcore.constraints), validated here: a bad rule fails before any charge
+        from dpcore.constraints import parse_constraints
+        self.constraints = parse_constraints(constraints, self.columns)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -453,7 +458,8 @@ class Schema:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Schema) and self.columns == other.columns
-                and self.missing_values == other.missing_values)
+                and self.missing_values == other.missing_values
+                and [r.spec for r in self.constraints] == [r.spec for r in other.constraints])
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -499,16 +505,19 @@ class Schema:
             raise _fail(None, f"'missing_values' must be a list of strings, got "
                               f"{cap(repr(mv), 40)}")
         return cls([column_from_dict(str(k), v) for k, v in cols.items()],
-                   missing_values=mv, warning=obj.get("warning"))
+                   missing_values=mv, warning=obj.get("warning"),
+                   constraints=obj.get("constraints"))
 
     def to_dict(self) -> dict[str, Any]:
-        if self.encoded:
+        if self.encoded and not self.constraints:
             return self.domain_dict()
         out: dict[str, Any] = {"format": SCHEMA_FORMAT, "version": SCHEMA_VERSION}
         if self.warning:
             out["warning"] = self.warning
         out["missing_values"] = list(self.missing_values)
         out["columns"] = {c.name: c.to_dict() for c in self.columns}
+        if self.constraints:
+            out["constraints"] = [dict(r.spec) for r in self.constraints]
         return out
 
     @classmethod

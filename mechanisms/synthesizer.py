@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dpcore.accounting import approx_dp_to_zcdp
+from dpcore.constraints import expand, forbidden_rows, forbidden_rules, measured_schema
 from dpcore.encoding import decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -104,6 +105,8 @@ class Synthesizer(abc.ABC):
         self._filter: Any = None
         self._ledger: Any = None
         self._samples: np.random.Generator | None = None
+        self._own_table: np.ndarray | None = None     # the fit's table, constraints applied
+        self.rejection_rate_: float | None = None      # share of draws rejected, last sample
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -172,7 +175,11 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
         plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
-        dataset = Dataset(codes, schema.domain())
+        # derived columns are not measured: the mechanism sees the smaller public domain
+        measured = measured_schema(schema)
+        if measured is not schema:
+            codes = codes[:, [schema.names.index(n) for n in measured.names]]
+        dataset = Dataset(codes, measured.domain())
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path)
@@ -180,12 +187,13 @@ class Synthesizer(abc.ABC):
             privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
                                                           ledger_path=self.ledger_path)
         try:
-            privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256))
+            privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256,
+                                                        measured.domain_dict()))
         except BaseException:
             privacy_filter.close()
             raise
         self._filter = privacy_filter
-        self.schema_ = schema
+        self.schema_, self.measured_schema_ = schema, measured
         try:
             curator = Curator(dataset, privacy_filter, seed=self.seed)
             self.result_ = self._run(curator, plan, callback=callback)
@@ -209,7 +217,8 @@ class Synthesizer(abc.ABC):
             f.close()
             self._ledger = f.ledger
 
-    def _run_info(self, codes: np.ndarray, schema: Schema, input_sha256: str | None) -> dict:
+    def _run_info(self, codes: np.ndarray, schema: Schema, input_sha256: str | None,
+                  domain: dict[str, int]) -> dict:
         """The opening entry: what runs, on which public schema and domain, and a hiding
         commitment to the input. A plain SHA-256 of sensitive records would let anyone holding
         a candidate table test membership; sha256(salt || sha256(input)) with a secret random
@@ -231,7 +240,7 @@ class Synthesizer(abc.ABC):
                 "schema_sha256": hashlib.sha256(schema_text.encode("utf-8")).hexdigest(),
                 "input_commitment": hashlib.sha256(bytes.fromhex(salt) + bytes.fromhex(
                     input_sha256)).hexdigest(),
-                "domain": schema.domain_dict(), "dpcore": __version__}
+                "domain": domain, "dpcore": __version__}
 
     def _parameters(self) -> dict[str, Any]:
         return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
@@ -241,7 +250,7 @@ class Synthesizer(abc.ABC):
         domain, the budget and the options; see :mod:`mechanisms.plan`). Raises
         :class:`InvalidArgumentError` naming the argument and the rule; spends nothing."""
         from dpcore.accounting import approx_dp_to_zcdp
-        domain = as_schema(schema).domain()
+        domain = measured_schema(as_schema(schema)).domain()
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
         return self._plan(domain, rho, rows=rows, seed=self.seed)
 
@@ -310,20 +319,76 @@ class Synthesizer(abc.ABC):
     def sample_codes(self, n: int | None = None, *, seed: int | None = None) -> np.ndarray:
         """``n`` synthetic rows as codes (default: the mechanism's own synthetic table).
         Without ``seed``, successive calls draw new rows (a fixed synthesizer seed fixes the
-        sequence)."""
+        sequence). Derived columns are regenerated from their parents, and no row falls in a
+        forbidden cell: rows that do are rejected and redrawn (:meth:`_draw_allowed`)."""
         result = self._fitted()
         if n is None:
-            return np.asarray(result.synthetic.records)
+            records = np.asarray(result.synthetic.records)
+            if not self.schema_.constraints:
+                return records
+            if self._own_table is None:
+                full = expand(records, self.schema_)
+                bad = forbidden_rows(full, self.schema_)
+                if bad.any():   # the fit's own table: redraw its forbidden rows the same way
+                    redraw_seed = None if self.seed is None else [self.seed, 2]
+                    full[bad] = self._draw_allowed(int(bad.sum()), redraw_seed)
+                self._own_table = full
+            return self._own_table.copy()
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
         if seed is None:
             seed = self._next_sample_seed()
-        data = result.model.synthetic_data(int(n), seed=seed)
+        if not self.schema_.constraints:
+            return self._draw(int(n), seed)
+        return self._draw_allowed(int(n), seed)
+
+    def _measured(self) -> Schema:
+        return getattr(self, "measured_schema_", None) or self.schema_
+
+    def _draw(self, n: int, seed: Any) -> np.ndarray:
+        """``n`` rows from the model, on the measured columns."""
+        result = self._fitted()
+        data = result.model.synthetic_data(n, seed=seed)
         mapping = result.extras.get("compression")
         if mapping:   # MST's model lives on the compressed domain (Alg. 4): map back
             from .mst import decompress
-            data = decompress(data, self.schema_.domain(), mapping, seed)
+            data = decompress(data, self._measured().domain(), mapping, seed)
         return np.asarray(data.records)
+
+    def _draw_allowed(self, n: int, seed: Any) -> np.ndarray:
+        """``n`` rows of every column from the model conditioned on the allowed cells.
+
+        Rejection: draw, regenerate derived columns, drop rows in a forbidden cell, draw again
+        until ``n`` are kept. The kept rows follow the model's law conditioned on the allowed
+        set (the model draws by randomized rounding, so per-cell counts have that law's
+        expectations with less variance than i.i.d. draws); the expected number of draws is
+        ``n / (1 - q)`` with q the model's mass on forbidden cells. We do not put -inf
+        potentials in the model instead: the compiled calibrator's log-space fast path assumes
+        finite potentials, and a rule whose columns share no clique would have to be forced
+        into one, which can break the model-size cap. Rejection is post-processing of the
+        released model (no budget; proofs/structural_constraints.py). Refuses when the model
+        puts more than 99.9 % of its mass on forbidden cells; ``rejection_rate_`` keeps the
+        share of draws rejected by the last call."""
+        rng = np.random.default_rng(seed)
+        kept: list[np.ndarray] = []
+        have = drawn = allowed = 0
+        while have < n:
+            want = n - have
+            rate = allowed / drawn if drawn else 1.0
+            batch = min(int(want / max(rate, 1e-3) * 1.1) + 16, 50 * n + 10_000)
+            full = expand(self._draw(batch, int(rng.integers(2 ** 63))), self.schema_)
+            ok = full[~forbidden_rows(full, self.schema_)]
+            ok = ok[rng.permutation(len(ok))]   # truncating a rounded (ordered) batch would bias
+            kept.append(ok[:want])
+            have += min(len(ok), want)
+            drawn, allowed = drawn + batch, allowed + len(ok)
+            if have < n and drawn >= 10_000 and allowed < 1e-3 * drawn:
+                names = ", ".join(r.name for r in forbidden_rules(self.schema_))
+                raise InvalidArgumentError(
+                    f"the fitted model puts more than 99.9% of its mass on cells forbidden by "
+                    f"the schema constraints ({names}): cannot sample allowed rows")
+        self.rejection_rate_ = 1.0 - allowed / drawn
+        return np.concatenate(kept)
 
     def _next_sample_seed(self) -> int:
         """One generator for every sample() without an explicit seed: a fixed synthesizer seed
@@ -338,7 +403,7 @@ class Synthesizer(abc.ABC):
             seed = self._next_sample_seed()
         codes = self.sample_codes(n, seed=seed)
         assert self.schema_ is not None
-        if self.schema_.encoded:
+        if self.schema_.encoded and not self.schema_.constraints:
             return pd.DataFrame(codes.astype(np.int64), columns=list(self.schema_.names))
         return decode_codes(codes, self.schema_, seed=seed if seed is not None else self.seed)
 

@@ -36,6 +36,7 @@ MODULES = (
     "mst_calibration",
     "cost_rounding",
     "fem_selection",
+    "structural_constraints",
 )
 
 

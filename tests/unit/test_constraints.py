@@ -1,0 +1,241 @@
+"""Public structural constraints (issue 23): parsing, masks, derived columns, rejection."""
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from dpcore.constraints import forbidden_rows, measured_schema, violations
+from dpcore.encoding import EncodingError, decode_codes, encode_frame
+from dpcore.schema import Schema, SchemaError
+from mechanisms.synthesizer import Synthesizer
+
+INDUSTRY = {"N": "N", "a1": "A", "a2": "A", "b1": "B"}
+COLUMNS = {
+    "AGE": {"type": "numeric", "lower": 0, "upper": 59, "integer": True, "bins": [0, 16, 30, 59]},
+    "IND": {"type": "categorical", "categories": ["N", "a1", "a2", "b1"]},
+    "CAT": {"type": "categorical", "categories": ["N", "A", "B"]},
+    "INC": {"type": "numeric", "lower": 0, "upper": 100, "bins": [0, 10, 50, 100],
+            "missing": "code"},
+    "DEC": {"type": "categorical", "categories": ["low", "mid", "high"], "missing": "code"}}
+RULES = [
+    {"type": "derived", "name": "industry", "column": "CAT", "from": "IND", "map": INDUSTRY},
+    {"type": "derived", "name": "decile", "column": "DEC", "from": "INC",
+     "ranges": [[0, 10, "low"], [10, 50, "mid"], [50, 100, "high"]]},
+    {"type": "forbidden", "name": "kids", "when": {"AGE": {"range": [0, 15]},
+                                                   "IND": {"not_in": ["N"]}}},
+    {"type": "forbidden", "name": "adults", "when": {"AGE": {"range": [16, 59]},
+                                                     "IND": {"in": ["N"]}}}]
+
+
+def schema_dict(rules=RULES, columns=COLUMNS):
+    return {"columns": columns, "constraints": rules}
+
+
+def frame(n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    age = rng.integers(0, 60, n)
+    ind = np.where(age < 16, "N", rng.choice(["a1", "a2", "b1"], n))
+    inc = rng.uniform(0, 100, n).round(2)
+    dec = np.select([inc < 10, inc < 50], ["low", "mid"], "high")
+    return pd.DataFrame({"AGE": age, "IND": ind, "CAT": pd.Series(ind).map(INDUSTRY),
+                         "INC": inc, "DEC": dec})
+
+
+def test_masks_and_round_trip_of_the_spec():
+    s = Schema.from_dict(schema_dict())
+    kids = s.constraints[2]
+    assert kids.masks["AGE"].tolist() == [True, False, False]
+    assert kids.masks["IND"].tolist() == [False, True, True, True]
+    assert s.constraints[1].table == (0, 1, 2, 3)          # bins -> categories, missing -> missing
+    assert Schema.from_dict(s.to_dict()) == s
+    assert measured_schema(s).names == ("AGE", "IND", "INC")
+
+
+@pytest.mark.parametrize("rules, words", [
+    ([{**RULES[2], "when": {"AGEX": {"range": [0, 15]}}}], "unknown column 'AGEX'"),
+    ([{**RULES[2], "when": {"AGE": {"range": [0, 20]}}}], "cuts bin 1"),
+    ([{**RULES[2], "when": {"AGE": {"range": [0, 59]}}}], "forbids every cell"),
+    ([{**RULES[2], "when": {"AGE": {"between": [0, 59]}}}], "predicate on 'AGE'"),
+    ([{**RULES[2], "when": {"IND": {"in": ["n"]}}}], "names 'n', which is not one of"),
+    ([{**RULES[0], "map": {"N": "N", "a1": "A"}}], "misses the 'IND' value 'a2'"),
+    ([{**RULES[0], "map": {**INDUSTRY, "b1": "Z"}}], "not a category"),
+    ([{**RULES[0], "column": "IND"}], "cannot derive from itself"),
+    ([RULES[0], {**RULES[0], "name": "again"}], "derived by more than one rule"),
+    ([RULES[0], {"type": "derived", "name": "cycle", "column": "IND", "from": "CAT",
+                 "map": {"N": "N", "A": "a1", "B": "b1"}}], "is itself derived"),
+    ([{**RULES[1], "ranges": [[0, 20, "low"], [20, 100, "high"]]}], "no range holds"),
+    ([{**RULES[0], "on_violation": "ignore"}], "'on_violation'"),
+    ([RULES[2], RULES[2]], "names must be unique"),
+    ([{**RULES[2], "type": "maybe"}], "'type'"),
+    ({"name": "x"}, "must be a list"),
+])
+def test_bad_rules_are_schema_errors_before_any_charge(rules, words, tmp_path):
+    with pytest.raises(SchemaError, match="schema constraint") as err:
+        Schema.from_dict(schema_dict(rules))
+    assert words in str(err.value) and "\n" not in str(err.value)
+    ledger = tmp_path / "ledger"
+    synth = Synthesizer.create("aim", epsilon=1.0, delta=1e-9, ledger_path=ledger,
+                               progress=False)
+    with pytest.raises(SchemaError):
+        synth.fit(frame(50), schema=schema_dict(rules))
+    assert not ledger.exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=5, unique=True),
+       st.integers(0, 31), st.integers(0, 31))
+def test_range_mask_matches_brute_force(cuts, lo, hi):
+    """A bin is forbidden iff every integer in it lies in [lo, hi]; a partial bin is an error."""
+    edges = sorted({0, 31, *cuts})
+    col = {"type": "numeric", "lower": 0, "upper": 31, "integer": True, "bins": edges}
+    rule = {"type": "forbidden", "name": "r", "when": {"x": {"range": [lo, hi]}}}
+    schema = {"columns": {"x": col, "y": {"type": "categorical", "categories": ["u"]}}}
+    bins = Schema.from_dict(schema)["x"]
+    members = [[v for v in range(32) if encode_frame(pd.DataFrame({"x": [v], "y": ["u"]}),
+                                                     Schema.from_dict(schema))[0, 0] == k]
+               for k in range(bins.size)]
+    inside = [all(lo <= v <= hi for v in m) for m in members]
+    partial = any(any(lo <= v <= hi for v in m) and not i for m, i in zip(members, inside))
+    if lo > hi:
+        with pytest.raises(SchemaError, match="lo <= hi"):
+            Schema.from_dict({**schema, "constraints": [rule]})
+        return
+    try:
+        mask = Schema.from_dict({**schema, "constraints": [rule]}).constraints[0].masks["x"]
+    except SchemaError as err:
+        assert partial or all(inside), err
+        return
+    assert not partial and mask.tolist() == inside
+
+
+def test_derived_columns_round_trip_and_real_rows_are_checked():
+    s = Schema.from_dict(schema_dict())
+    df = frame(200)
+    df.loc[5, "INC"] = None
+    df.loc[5, "DEC"] = None
+    back = decode_codes(encode_frame(df, s), s, seed=0)
+    assert back["CAT"].tolist() == df["CAT"].tolist()
+    assert back["DEC"].fillna("?").tolist() == df["DEC"].fillna("?").tolist()
+    broken = df.copy()
+    broken.loc[7, "CAT"] = "B" if df.loc[7, "CAT"] != "B" else "A"
+    with pytest.raises(EncodingError, match="row 8 breaks the derived-column rule 'industry'") \
+            as err:
+        encode_frame(broken, s)
+    assert repr(broken.loc[7, "IND"]) not in str(err.value)   # the values stay private
+    derive = Schema.from_dict(schema_dict([{**RULES[0], "on_violation": "derive"}]))
+    fixed = decode_codes(encode_frame(broken, derive), derive)
+    assert fixed["CAT"].tolist() == df["CAT"].tolist()
+
+
+@pytest.mark.parametrize("mechanism", ["aim", "mst", "mwem", "independent"])
+def test_samples_never_break_a_rule(mechanism):
+    s = Schema.from_dict(schema_dict())
+    synth = Synthesizer.create(mechanism, epsilon=1.0, delta=1e-9, seed=0,
+                               progress=False).fit(frame(), schema=s)
+    assert synth.model.domain.attrs == ("AGE", "IND", "INC")   # derived columns not measured
+    for codes in (synth.sample_codes(3000, seed=1), synth.sample_codes()):
+        assert all(v["rows"] == 0 for v in violations(codes, s))
+    out = synth.sample(500, seed=2)
+    assert not ((out.AGE < 16) & (out.IND != "N")).any()
+    assert (out.CAT == out.IND.map(INDUSTRY)).all()
+
+
+def test_rejection_law_is_the_model_conditioned_on_allowed_cells():
+    """Brute force: the model's joint over the measured cells, zeroed on forbidden cells and
+    renormalised, against the sampler's counts. Chi-square at alpha = 1e-6: a correct sampler
+    fails with probability <= 1e-6 (randomized rounding only lowers the variance)."""
+    s = Schema.from_dict(schema_dict())
+    synth = Synthesizer.create("independent", epsilon=0.5, delta=1e-9, seed=3,
+                               progress=False).fit(frame(), schema=s)
+    attrs = ("AGE", "IND", "INC")
+    joint = synth.model.project(attrs).values
+    cells = np.array(list(itertools.product(*(range(k) for k in joint.shape))))
+    full = np.zeros((len(cells), len(s)), dtype=np.int64)
+    for j, a in enumerate(attrs):
+        full[:, s.names.index(a)] = cells[:, j]
+    allowed = ~forbidden_rows(full, s)
+    p = joint.reshape(-1) * allowed
+    assert 0 < p.sum() < joint.sum()       # the rules do cut model mass here
+    p = p / p.sum()
+    n = 40_000
+    codes = synth.sample_codes(n, seed=4)
+    flat = np.ravel_multi_index(tuple(codes[:, s.names.index(a)] for a in attrs), joint.shape)
+    counts = np.bincount(flat, minlength=len(p))
+    assert counts[p == 0].sum() == 0
+    keep = p > 0
+    _, pvalue = stats.chisquare(counts[keep], n * p[keep])
+    assert pvalue > 1e-6
+    assert 0 < synth.rejection_rate_ < 1
+
+
+def test_model_with_almost_all_mass_forbidden_is_refused():
+    rules = [{"type": "forbidden", "name": "no-adults", "when": {"AGE": {"range": [16, 59]}}}]
+    df = frame()
+    df["AGE"] = 40
+    synth = Synthesizer.create("independent", epsilon=50.0, delta=1e-9, seed=0,
+                               progress=False).fit(df, schema=schema_dict(rules))
+    with pytest.raises(Exception, match="99.9% of its mass on cells forbidden"):
+        synth.sample_codes(100, seed=0)
+
+
+def test_violations_count_rows_per_rule():
+    s = Schema.from_dict(schema_dict())
+    codes = encode_frame(frame(10), s)
+    codes[0, s.names.index("CAT")] = (codes[0, s.names.index("CAT")] + 1) % 3
+    codes[1:4, s.names.index("AGE")] = 0
+    codes[1:4, s.names.index("IND")] = 1       # a1, whose category A is code 1
+    codes[1:4, s.names.index("CAT")] = 1
+    got = {v["rule"]: (v["rows"], v["share"]) for v in violations(codes, s)}
+    assert got == {"industry": (1, 0.1), "decile": (0, 0.0), "kids": (3, 0.3),
+                   "adults": (0, 0.0)}
+
+
+def test_evaluate_reports_violations_per_rule(tmp_path, capsys):
+    import json
+
+    from dpcore.cli import main
+    (tmp_path / "schema.json").write_text(json.dumps(schema_dict()))
+    real = frame(40)
+    real.to_csv(tmp_path / "real.csv", index=False)
+    synth = real.copy()
+    synth.loc[:3, "CAT"] = "B"          # rows 0-3: a1/a2 -> B breaks "industry" unless b1
+    synth.loc[10:14, ["AGE", "IND", "CAT"]] = [3, "a1", "A"]   # 5 working children
+    synth.to_csv(tmp_path / "synth.csv", index=False)
+    args = ["evaluate", "--real", str(tmp_path / "real.csv"), "--synth",
+            str(tmp_path / "synth.csv"), "--schema", str(tmp_path / "schema.json"),
+            "--workload", "all-2way"]
+    want_industry = int((real.loc[:3, "CAT"] != "B").sum())
+    assert want_industry > 0
+    want_kids = 5 + int(((real.AGE < 16) & (real.IND != "N")).sum())
+    assert main(args + ["--json", "--report", str(tmp_path / "report")]) == 0
+    got = {v["rule"]: v for v in json.loads(capsys.readouterr().out)["violations"]}
+    assert got["industry"]["rows"] == want_industry and got["kids"]["rows"] == want_kids
+    assert got["kids"]["share"] == want_kids / 40 and got["adults"]["rows"] == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Schema constraints" in page and "<td>kids</td>" in page
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert f"{want_kids} ({want_kids / 40:.2%})  forbidden kids" in text
+
+
+def test_cli_synth_honours_the_rules_and_the_ledger_verifies(tmp_path, capsys):
+    import json
+
+    from dpcore.cli import main
+    (tmp_path / "schema.json").write_text(json.dumps(schema_dict()))
+    frame().to_csv(tmp_path / "real.csv", index=False)
+    code = main(["synth", "--quiet", "--mechanism", "mst", "--data", str(tmp_path / "real.csv"),
+                 "--schema", str(tmp_path / "schema.json"), "--epsilon", "1", "--delta",
+                 "1e-9", "--out", str(tmp_path / "out.csv"), "--ledger",
+                 str(tmp_path / "ledger.json"), "--seed", "0"])
+    assert code == 0
+    capsys.readouterr()
+    out = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    assert list(out.columns) == list(COLUMNS)
+    assert (out.CAT == out.IND.map(INDUSTRY)).all()
+    assert not ((out.AGE.astype(int) < 16) & (out.IND != "N")).any()
+    assert main(["verify", str(tmp_path / "ledger.json")]) == 0

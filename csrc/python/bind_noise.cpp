@@ -9,6 +9,7 @@
 
 #include "dpcore/errors.hpp"
 #include "dpcore/noise.hpp"
+#include "dpcore/sampling.hpp"
 
 namespace py = pybind11;
 
@@ -56,6 +57,7 @@ py::array_t<std::int64_t> discrete_gaussian(py::handle num, py::handle den, std:
   const dpcore::NoiseKey key = as_key(key_bytes);
   const std::uint64_t nonce = as_uint64(nonce_value, "nonce");
   if (count < 0) throw dpcore::InvalidArgument("count must be >= 0, got " + std::to_string(count));
+  (void)dpcore::record_cells(count, 1);  // the table cap, checked before allocating
   py::array_t<std::int64_t> out(count);
   std::int64_t* data = out.mutable_data();
   {

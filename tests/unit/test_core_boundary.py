@@ -29,6 +29,7 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
             (lambda: t.calibrate([]).sample(2**62, "round", 1), errors.TableTooLargeError),
             (lambda: _core.fit(None, [], [], 1.0, 0.0, None, [], 1, 0.0, 1.0, False, None),
              errors.DpcoreTypeError),
+            (lambda: _core.discrete_gaussian(7, 3, 2**40, bytes(32)), errors.TableTooLargeError),
         ]
         for i, (fn, kind) in enumerate(calls):
             try:

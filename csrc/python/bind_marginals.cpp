@@ -20,35 +20,57 @@ namespace {
 std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
 
 std::int64_t as_int64(py::handle item, const std::string& what) {
-  // Accept Python ints and numpy integers (anything with __index__), not floats or bools.
-  if (PyBool_Check(item.ptr()) || !PyIndex_Check(item.ptr()))
-    raise_type_error(what + " must be an integer, got " + type_name(item) + " " +
-                     std::string(py::repr(item)));
-  const long long value = PyLong_AsLongLong(py::reinterpret_steal<py::object>(
-                                                PyNumber_Index(item.ptr())).ptr());
+  // Accept Python ints and numpy integers (anything with __index__), not floats, bools or
+  // arrays; messages name the type only (a repr can be data, or many lines).
+  PyObject* index = (PyBool_Check(item.ptr()) || !PyIndex_Check(item.ptr()))
+                        ? nullptr
+                        : PyNumber_Index(item.ptr());
+  if (index == nullptr) {
+    PyErr_Clear();
+    raise_type_error(what + " must be an integer, got " + type_name(item));
+  }
+  const py::object number = py::reinterpret_steal<py::object>(index);
+  const long long value = PyLong_AsLongLong(number.ptr());
   if (value == -1 && PyErr_Occurred()) {
     PyErr_Clear();
     throw dpcore::InvalidArgument(what + " must fit in 64 bits, got " +
-                                  std::string(py::repr(item)));
+                                  std::string(py::str(number)));
   }
   return value;
 }
 
+// The items of a Python sequence with a length; anything else (a str, a 0-d array, an
+// iterator) is a DpcoreTypeError naming `what`.
+std::vector<py::object> sequence_items(py::handle seq, const std::string& what,
+                                       const std::string& rule) {
+  const Py_ssize_t n = (!PySequence_Check(seq.ptr()) || PyUnicode_Check(seq.ptr()))
+                           ? -1
+                           : PySequence_Size(seq.ptr());
+  if (n < 0) {
+    PyErr_Clear();
+    raise_type_error(what + " must be " + rule + ", got " + type_name(seq));
+  }
+  std::vector<py::object> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_GetItem(seq.ptr(), i);
+    if (item == nullptr) throw py::error_already_set();
+    out.push_back(py::reinterpret_steal<py::object>(item));
+  }
+  return out;
+}
+
 std::vector<std::int64_t> as_int64_list(py::handle seq, const std::string& what) {
-  if (!PySequence_Check(seq.ptr()) || PyUnicode_Check(seq.ptr()))
-    raise_type_error(what + " must be a sequence of integers, got " + type_name(seq));
   std::vector<std::int64_t> out;
-  for (py::handle item : py::reinterpret_borrow<py::sequence>(seq))
+  for (const py::object& item : sequence_items(seq, what, "a sequence of integers"))
     out.push_back(as_int64(item, what + " entries"));
   return out;
 }
 
 std::vector<std::vector<int>> as_subsets(py::handle seq) {
-  if (!PySequence_Check(seq.ptr()) || PyUnicode_Check(seq.ptr()))
-    raise_type_error("subsets must be a sequence of sequences of column indices, got " +
-                     type_name(seq));
   std::vector<std::vector<int>> out;
-  for (py::handle subset : py::reinterpret_borrow<py::sequence>(seq)) {
+  for (const py::object& subset :
+       sequence_items(seq, "subsets", "a sequence of sequences of column indices")) {
     std::vector<int> cols;
     for (std::int64_t c : as_int64_list(subset, "subset")) {
       if (c < 0 || c > INT32_MAX)
@@ -105,9 +127,7 @@ dpcore::CountOptions make_options(py::handle names, std::uint64_t max_cells, int
   options.max_cells = max_cells;
   options.threads = threads;
   if (names.is_none()) return options;
-  if (!PySequence_Check(names.ptr()) || PyUnicode_Check(names.ptr()))
-    raise_type_error("names must be a sequence of strings, got " + type_name(names));
-  for (py::handle name : py::reinterpret_borrow<py::sequence>(names)) {
+  for (const py::object& name : sequence_items(names, "names", "a sequence of strings")) {
     if (!PyUnicode_Check(name.ptr()))
       raise_type_error("names entries must be strings, got " + type_name(name));
     options.column_names.push_back(py::str(name));

@@ -16,19 +16,25 @@ namespace py = pybind11;
 namespace {
 
 std::uint64_t as_uint64(py::handle value, const char* what) {
-  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr())) {
+  // Python ints and numpy integer scalars (__index__); a bool, a float or an array is refused
+  // by type, and the message names the type only (a value's repr can be data, or many lines).
+  PyObject* index = (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
+                        ? nullptr
+                        : PyNumber_Index(value.ptr());
+  if (index == nullptr) {
+    PyErr_Clear();
     py::object cls = py::module_::import("dpcore.errors").attr("DpcoreTypeError");
     const std::string message = std::string(what) + " must be an integer, got " +
-                                std::string(py::repr(value));
+                                std::string(py::str(py::type::of(value).attr("__name__")));
     PyErr_SetString(cls.ptr(), message.c_str());
     throw py::error_already_set();
   }
-  py::int_ number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+  py::int_ number = py::reinterpret_steal<py::int_>(index);
   const unsigned long long out = PyLong_AsUnsignedLongLong(number.ptr());
   if (PyErr_Occurred()) {
     PyErr_Clear();
     throw dpcore::InvalidArgument(std::string(what) + " must be in [0, 2^64), got " +
-                                  std::string(py::repr(value)));
+                                  std::string(py::str(number)));
   }
   return out;
 }
@@ -37,7 +43,7 @@ dpcore::NoiseKey as_key(py::handle value) {
   if (!PyBytes_Check(value.ptr())) {
     py::object cls = py::module_::import("dpcore.errors").attr("DpcoreTypeError");
     const std::string message = "key must be 32 bytes, got " +
-                                std::string(py::str(value.get_type().attr("__name__")));
+                                std::string(py::str(py::type::of(value).attr("__name__")));
     PyErr_SetString(cls.ptr(), message.c_str());
     throw py::error_already_set();
   }

@@ -1,7 +1,9 @@
 // The dpcore._core extension: one entry point that registers every binding file and maps
 // the kernels' C++ exceptions onto the Python classes in dpcore.errors.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -18,6 +20,8 @@ void bind_calibration(py::module_& m);
 void bind_estimation(py::module_& m);
 void bind_sampling(py::module_& m);
 void bind_noise(py::module_& m);
+
+[[noreturn]] void raise_type_error(const std::string& message);
 
 namespace {
 
@@ -38,17 +42,36 @@ std::string type_names(const py::args& args, const py::kwargs& kwargs, std::size
 }
 
 // The signatures listed in pybind11's multi-line "incompatible arguments" message, joined
-// into one line.
-std::string signatures(const std::string& message) {
+// into one line. Only the part before "Invoked with:" is read: the repr of the arguments that
+// follows can hold any text (an array's repr has its own indented lines).
+std::string signatures(const std::string& full) {
+  const std::string message = full.substr(0, full.find("\nInvoked with"));
   std::string out;
   std::size_t pos = 0;
   while ((pos = message.find("\n    ", pos)) != std::string::npos) {
-    const std::size_t start = message.find(". ", pos) + 2;
-    const std::size_t end = message.find('\n', start);
-    out += (out.empty() ? "" : " | ") + message.substr(start, end - start);
+    const std::size_t dot = message.find(". ", pos);
+    if (dot == std::string::npos) break;
+    const std::size_t end = std::min(message.find('\n', dot), message.size());
+    out += (out.empty() ? "" : " | ") + message.substr(dot + 2, end - dot - 2);
     pos = end;
   }
   return out;
+}
+
+// numpy's forcecast would turn a complex array into its real part (with only a warning) and a
+// string or object array into whatever float() makes of it: refuse them by type up front.
+void check_array_dtypes(const py::args& args, const py::kwargs& kwargs, const std::string& name,
+                        std::size_t skip) {
+  auto check = [&name](py::handle value, const std::string& which) {
+    if (!py::isinstance<py::array>(value)) return;
+    const char kind = py::reinterpret_borrow<py::array>(value).dtype().kind();
+    if (std::string("biuf").find(kind) == std::string::npos)
+      raise_type_error(name + "(): " + which + " must be a real numeric array, got dtype " +
+                       std::string(py::str(value.attr("dtype"))));
+  };
+  for (std::size_t i = skip; i < args.size(); ++i)
+    check(args[i], "argument " + std::to_string(i - skip + 1));
+  for (auto item : kwargs) check(item.second, std::string(py::str(item.first)));
 }
 
 // pybind11's dispatcher raises a bare, multi-line TypeError ("f(): incompatible function
@@ -58,10 +81,18 @@ std::string signatures(const std::string& message) {
 py::cpp_function guarded(py::object f, const std::string& name, py::handle cls) {
   const std::size_t skip = cls ? 1 : 0;  // a method's self is not an argument to report
   auto call = [f, name, skip](const py::args& args, const py::kwargs& kwargs) -> py::object {
+    check_array_dtypes(args, kwargs, name, skip);
     try {
       return f(*args, **kwargs);
     } catch (py::error_already_set& e) {
       const std::string message = py::str(e.value());
+      if (e.type().ptr() == PyExc_TypeError && message == "len() of unsized object") {
+        // pybind11's list caster takes a 0-d array for a sequence, then len() fails.
+        const std::string text = name + "(): got a 0-d array where a sequence is required; got (" +
+                                 type_names(args, kwargs, skip) + ")";
+        PyErr_SetString(dpcore_type_error().ptr(), text.c_str());
+        throw py::error_already_set();
+      }
       if (e.type().ptr() != PyExc_TypeError ||
           message.find("(): incompatible ") == std::string::npos)
         throw;
@@ -91,6 +122,16 @@ void guard_argument_types(py::module_& m) {
     if (PyCFunction_Check(value.ptr())) {
       m.attr(name.c_str()) = guarded(py::reinterpret_borrow<py::object>(value), name, {});
     } else if (PyType_Check(value.ptr())) {
+      // A class made only by the kernels (CalibratedTree) has pybind11's slot __init__,
+      // which raises a bare TypeError; it gets one that says so as DpcoreTypeError.
+      const py::dict members = value.attr("__dict__");
+      if (!members.contains("__init__") ||
+          !PyInstanceMethod_Check(py::object(members["__init__"]).ptr())) {
+        const std::string text = name + " cannot be constructed from Python arguments";
+        value.attr("__init__") = py::cpp_function(
+            [text](const py::args&, const py::kwargs&) { raise_type_error(text); },
+            py::name("__init__"), py::is_method(value));
+      }
       for (auto member : py::dict(value.attr("__dict__"))) {
         const std::string method = py::str(member.first);
         if ((method.rfind("_", 0) == 0 && method != "__init__") ||

@@ -1,0 +1,355 @@
+"""Every function and method of dpcore._core, called with generated arguments (valid, boundary
+and hostile: huge and negative ints, NaN, wrong dtypes and shapes, empty, 0-d and
+non-contiguous arrays), returns a correct result or raises a one-line dpcore error.
+
+CASES maps each bound name to a hypothesis strategy of calls; a test checks that CASES covers
+the whole extension, so a new binding cannot skip the harness. bench/fuzz_binding.py runs the
+same cases with a large budget.
+"""
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpcore import _core
+from dpcore.errors import DpcoreError
+
+HUGE_INTS = [-1, -(2**31) - 1, 2**31, 2**32, 2**63 - 1, 2**63, 2**64, 2**70, -(2**70)]
+
+
+@st.composite
+def hostile_arrays(draw):
+    """Arrays of every awkward kind: dtypes, 0-d, empty, non-contiguous, broadcast, NaN."""
+    kind = draw(st.sampled_from(["float", "int", "bool", "complex", "object", "str", "0d",
+                                 "empty", "strided", "transposed", "broadcast", "nan"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=1, max_size=3)))
+    base = rng.standard_normal(shape)
+    return {
+        "float": base,
+        "int": rng.integers(-3, 5, size=shape),
+        "bool": base > 0,
+        "complex": base + 1j,
+        "object": np.array([None, "x"], dtype=object),
+        "str": np.array(["a", "b"]),
+        "0d": np.array(draw(st.floats(allow_nan=True))),
+        "empty": np.zeros((0,) + shape[1:]),
+        "strided": rng.standard_normal((2 * shape[0] + 1,) + shape[1:])[::2],
+        "transposed": rng.standard_normal(shape[::-1]).T,
+        "broadcast": np.broadcast_to(np.float64(0.5), (1 << 16,) + shape[1:]),
+        "nan": np.full(shape, np.nan),
+    }[kind]
+
+
+# A value of the wrong type or out of every range.
+HOSTILE = st.one_of(
+    st.sampled_from(HUGE_INTS + [None, True, "", "x", b"x", 1.5, -0.0, math.nan, math.inf,
+                                 -math.inf, 1j, object(), [], [[]], [None], ["a"], [2**70], [-1],
+                                 {}, ()]),
+    st.integers(), st.floats(), st.text(max_size=3), hostile_arrays())
+
+
+def either(valid):
+    """Mostly valid values, sometimes hostile ones."""
+    return st.one_of(valid, valid, HOSTILE)
+
+
+small_ints = st.integers(-2, 6)
+id_lists = st.lists(small_ints, max_size=4)
+
+
+@st.composite
+def trees(draw):
+    d = draw(st.integers(1, 4))
+    shape = draw(st.lists(st.integers(1, 4), min_size=d, max_size=d))
+    cliques = draw(st.lists(st.lists(st.integers(0, d - 1), min_size=1, max_size=3, unique=True),
+                            max_size=4))
+    return _core.JunctionTree(shape, cliques)
+
+
+@st.composite
+def calibrated_trees(draw):
+    tree = draw(trees())
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    potentials = [(c, rng.standard_normal(tuple(tree.shape[a] for a in c))) for c in tree.cliques]
+    return tree.calibrate(potentials)
+
+
+@st.composite
+def calibrators(draw):
+    tree = draw(trees())
+    return _core.Calibrator(tree, list(tree.cliques), list(tree.cliques))
+
+
+@st.composite
+def records(draw):
+    rows, cols = draw(st.integers(0, 30)), draw(st.integers(0, 4))
+    dtype = draw(st.sampled_from([np.int8, np.uint8, np.int32, np.int64, np.uint64, ">i4"]))
+    codes = np.random.default_rng(draw(st.integers(0, 99))).integers(-1, 5, size=(rows, cols))
+    codes = codes.astype(dtype)
+    return codes[::-1] if draw(st.booleans()) else codes
+
+
+def call(fn, *args, **kwargs):
+    """fn's result, or None when it raised a dpcore error; any other exception fails."""
+    try:
+        return fn(*args, **kwargs)
+    except DpcoreError as e:
+        assert str(e) and "\n" not in str(e), f"error message must be one line: {e!r}"
+        return None
+
+
+def _check_parent(tree, c):
+    got = call(tree.parent, c)
+    if isinstance(c, int) and 0 <= c < len(tree.cliques):
+        assert got == dict((child, parent) for parent, child in tree.edges).get(c, -1)
+        assert call(tree.separator, c) is not None
+    elif not isinstance(c, bool) and isinstance(c, int):
+        assert got is None  # out of range: refused, never garbage
+
+
+def _check_sample_group(p, m, method, seed):
+    out = call(_core.sample_group, p, m, method, seed)
+    if out is not None:
+        q = np.asarray(p, dtype=float)
+        assert q.ndim == 1 and np.isfinite(q).all() and (q >= 0).all() and q.sum() > 0
+        assert out.shape == (m,) and ((0 <= out) & (out < len(q))).all()
+        assert (q[out] > 0).all()
+
+
+def _logsumexp(values, axis):
+    """Reference log-sum-exp over `axis` (a tuple, maybe empty), stable for huge values."""
+    if values.size == 0:
+        return np.log(np.exp(values).sum(axis=axis))
+    top = np.max(values, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.log(np.exp(values - top).sum(axis=axis)) + np.squeeze(top, axis=axis)
+
+
+def _check_marginalize(values, keep, log):
+    out = call(_core.marginalize, values, keep, log)
+    if out is not None and isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        drop = tuple(i for i in range(values.ndim) if i not in keep)
+        with np.errstate(all="ignore"):
+            ref = _logsumexp(values, drop) if log else values.sum(axis=drop)
+            ref = np.transpose(ref, np.argsort(np.argsort(keep))) if len(keep) > 1 else ref
+            assert np.allclose(out, ref, equal_nan=True)
+
+
+def _check_cell_count(shape):
+    got = call(_core.checked_cell_count, shape)
+    if got is not None:
+        assert got == math.prod(shape) <= _core.max_table_cells()
+
+
+def _check_set_max(cells):
+    before = _core.max_table_cells()
+    try:
+        previous = call(_core.set_max_table_cells, cells)
+        assert previous in (None, before)
+    finally:
+        _core.set_max_table_cells(before)
+
+
+def _check_sample(model, n, method, seed):
+    out = call(model.sample, n, method, seed)
+    if out is not None:
+        assert out.shape == (n, len(model.tree.shape))
+        assert ((0 <= out) & (out < np.array(model.tree.shape))).all()
+
+
+def _check_project(model, attrs):
+    out = call(model.project, attrs)
+    if out is not None:
+        assert math.isclose(float(out.sum()), 1.0, rel_tol=1e-9)
+
+
+def _check_fit(calibrator, n_slope, total, extra, max_iters, tol, callback):
+    if calibrator is None:
+        return call(_core.fit, None, [], [], total, 0.0, extra, [], max_iters, tol, 1.0, False,
+                    callback)
+    q, p = calibrator.query_cells, calibrator.potential_cells
+    slope = np.zeros(q if n_slope is None else n_slope)
+    call(_core.fit, calibrator, slope, np.full(q, 1.0 / max(q, 1)), total, 0.0, extra,
+         np.zeros(p), max_iters, tol, 1.0, False, callback)
+
+
+CALLBACKS = st.sampled_from([None, lambda *a: None, lambda *a: "x", lambda *a: True, 3, "f"])
+
+# name -> strategy of zero-argument thunks (each one call with the harness's checks).
+CASES = {
+    "JunctionTree": st.builds(lambda s, c: lambda: call(_core.JunctionTree, s, c),
+                              either(st.lists(st.integers(-1, 5) | st.sampled_from(HUGE_INTS),
+                                              max_size=4)),
+                              either(st.lists(id_lists, max_size=3))),
+    "JunctionTree.parent": st.builds(lambda t, c: lambda: _check_parent(t, c), trees(),
+                                     either(st.integers(-3, 6) | st.sampled_from(HUGE_INTS))),
+    "JunctionTree.separator": st.builds(lambda t, c: lambda: call(t.separator, c), trees(),
+                                        either(st.integers(-3, 6) | st.sampled_from(HUGE_INTS))),
+    "JunctionTree.containing_clique": st.builds(
+        lambda t, a: lambda: call(t.containing_clique, a), trees(), either(id_lists)),
+    "JunctionTree.hypothetical_size_mb": st.builds(
+        lambda t, a: lambda: call(t.hypothetical_size_mb, a), trees(),
+        either(st.lists(id_lists, max_size=3))),
+    "JunctionTree.hypothetical_sizes_mb": st.builds(
+        lambda t, a: lambda: call(t.hypothetical_sizes_mb, a), trees(),
+        either(st.lists(st.lists(id_lists, max_size=2), max_size=2))),
+    "JunctionTree.calibrate": st.builds(
+        lambda t, a, v: lambda: call(t.calibrate, [(a, v)]), trees(), either(id_lists),
+        hostile_arrays()),
+    "JunctionTree.properties": st.builds(
+        lambda t: lambda: [getattr(t, n) for n in
+                           ("shape", "cliques", "input_cliques", "edges", "order", "size",
+                            "size_mb")], trees()),
+    "CalibratedTree": st.builds(lambda args: lambda: call(_core.CalibratedTree, *args),
+                                st.lists(HOSTILE, max_size=3)),
+    "CalibratedTree.project": st.builds(lambda m, a: lambda: _check_project(m, a),
+                                        calibrated_trees(), either(id_lists)),
+    "CalibratedTree.project_many": st.builds(
+        lambda m, a: lambda: call(m.project_many, a), calibrated_trees(),
+        either(st.lists(id_lists, max_size=3))),
+    "CalibratedTree.sample": st.builds(
+        lambda m, n, how, s: lambda: _check_sample(m, n, how, s), calibrated_trees(),
+        either(st.integers(-2, 40) | st.sampled_from(HUGE_INTS)),
+        either(st.sampled_from(["round", "sample", "other"])),
+        either(st.integers(0, 2**64 - 1))),
+    "CalibratedTree.properties": st.builds(
+        lambda m: lambda: (m.tree, m.log_partition, m.beliefs), calibrated_trees()),
+    "Calibrator": st.builds(lambda t, p, q: lambda: call(_core.Calibrator, t, p, q),
+                            st.one_of(trees(), HOSTILE), either(st.lists(id_lists, max_size=3)),
+                            either(st.lists(id_lists, max_size=3))),
+    "Calibrator.run": st.builds(lambda c, v: lambda: call(c.run, v), calibrators(),
+                                hostile_arrays()),
+    "Calibrator.spread": st.builds(lambda c, v: lambda: call(c.spread, v), calibrators(),
+                                   hostile_arrays()),
+    "Calibrator.calibrated": st.builds(
+        lambda c, run: lambda: (run and c.run(np.zeros(c.potential_cells)), call(c.calibrated)),
+        calibrators(), st.booleans()),
+    "Calibrator.properties": st.builds(lambda c: lambda: (c.potential_cells, c.query_cells),
+                                       calibrators()),
+    "fit": st.builds(lambda c, n, total, extra, it, tol, cb:
+                     lambda: _check_fit(c, n, total, extra, it, tol, cb),
+                     st.one_of(calibrators(), st.just(None)),
+                     st.one_of(st.none(), st.integers(0, 3)),
+                     either(st.floats(0.5, 10)), st.one_of(st.none(), CALLBACKS),
+                     either(st.integers(-1, 3)), either(st.floats(0, 1)), CALLBACKS),
+    "sample_group": st.builds(lambda p, m, how, s: lambda: _check_sample_group(p, m, how, s),
+                              either(st.lists(st.floats(-1, 10) | st.sampled_from(
+                                  [0.0, math.nan, math.inf]), max_size=5).map(np.array)),
+                              either(st.integers(-2, 50) | st.sampled_from(HUGE_INTS)),
+                              either(st.sampled_from(["round", "sample", "x"])),
+                              either(st.integers(0, 2**64 - 1))),
+    "marginalize": st.builds(lambda v, k, log: lambda: _check_marginalize(v, k, log),
+                             hostile_arrays(), either(id_lists), either(st.booleans())),
+    "logsumexp": st.builds(lambda v: lambda: call(_core.logsumexp, v), HOSTILE),
+    "checked_cell_count": st.builds(lambda s: lambda: _check_cell_count(s),
+                                    either(st.lists(st.integers(-1, 2**40) | st.sampled_from(
+                                        HUGE_INTS), max_size=4))),
+    "max_table_cells": st.just(lambda: call(_core.max_table_cells)),
+    "set_max_table_cells": st.builds(lambda c: lambda: _check_set_max(c),
+                                     either(st.integers(-1, 2**40) | st.sampled_from(HUGE_INTS))),
+    "count_marginals": st.builds(
+        lambda r, sizes, subsets, w, names, cells, threads:
+        lambda: call(_core.count_marginals, r, sizes, subsets, w, names=names, max_cells=cells,
+                     threads=threads),
+        either(records()), either(st.lists(st.integers(-1, 5), max_size=4)),
+        either(st.lists(id_lists, max_size=3)), st.one_of(st.none(), hostile_arrays()),
+        st.one_of(st.none(), HOSTILE, st.lists(st.text(max_size=2), max_size=4)),
+        either(st.integers(0, 10**4)), either(st.integers(-1, 2))),
+    "validate_codes": st.builds(
+        lambda r, sizes, names: lambda: call(_core.validate_codes, r, sizes, names=names),
+        either(records()), either(st.lists(st.integers(-1, 5), max_size=4)),
+        st.one_of(st.none(), HOSTILE)),
+    # Exact noise (bind_noise.cpp): types and signs only; counts stay small here.
+    "discrete_gaussian": st.builds(
+        lambda n, d, count, seed: lambda: call(_core.discrete_gaussian, n, d, count, seed),
+        either(st.integers(-2, 10**6)), either(st.integers(-2, 10**3)),
+        st.integers(-2, 20) | st.sampled_from([None, 1.5, "3", -(2**70)]),
+        st.one_of(st.none(), st.integers(0, 2**64 - 1), HOSTILE)),
+}
+
+
+def covered_names():
+    """Every public name of dpcore._core that can be called (or read) from Python."""
+    names = set()
+    for name in dir(_core):
+        obj = getattr(_core, name)
+        if name.startswith("_") or not callable(obj):
+            continue
+        names.add(name)
+        if isinstance(obj, type):
+            for member in dir(obj):
+                attr = getattr(obj, member)
+                if member.startswith("_"):
+                    continue
+                names.add(f"{name}.{member}" if callable(attr) else f"{name}.properties")
+    return names
+
+
+@pytest.fixture(autouse=True)
+def small_table_cap():
+    """Hostile sizes below the default cap (2^30 cells) are legal but take gigabytes and
+    minutes; a small cap keeps every generated call cheap and exercises the cap's refusals."""
+    before = _core.set_max_table_cells(1 << 16)
+    yield
+    _core.set_max_table_cells(before)
+
+
+def test_cases_cover_every_binding():
+    assert covered_names() == set(CASES)
+
+
+FUZZ = settings(max_examples=25, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                       HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@FUZZ
+@given(data=st.data())
+def test_binding_returns_a_result_or_a_dpcore_error(name, data):
+    data.draw(CASES[name], label=name)()
+
+
+def test_former_crashes_are_typed_errors_in_a_fresh_process():
+    """The calls that used to segfault or read garbage, run where a crash cannot take pytest
+    down: each must raise the named dpcore error."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from dpcore import _core, errors
+        t = _core.JunctionTree([2, 3, 4], [[0, 1], [1, 2]])
+        calls = [
+            (lambda: t.parent(10**9), errors.InvalidArgumentError),
+            (lambda: t.parent(99), errors.InvalidArgumentError),
+            (lambda: t.separator(-1), errors.InvalidArgumentError),
+            (lambda: t.containing_clique([7]), errors.InvalidArgumentError),
+            (lambda: t.parent("0"), errors.DpcoreTypeError),
+            (lambda: _core.sample_group(np.array([np.nan, 1.0]), 3, "round", 1),
+             errors.InvalidArgumentError),
+            (lambda: _core.sample_group(np.array([-1.0, 2.0]), 3, "sample", 1),
+             errors.InvalidArgumentError),
+            (lambda: _core.sample_group(np.zeros(3), 3, "round", 1), errors.InvalidArgumentError),
+            (lambda: _core.sample_group(np.array([1.0]), 2**62, "round", 1),
+             errors.TableTooLargeError),
+            (lambda: t.calibrate([]).sample(2**62, "round", 1), errors.TableTooLargeError),
+            (lambda: _core.fit(None, [], [], 1.0, 0.0, None, [], 1, 0.0, 1.0, False, None),
+             errors.DpcoreTypeError),
+        ]
+        for i, (fn, kind) in enumerate(calls):
+            try:
+                fn()
+            except kind as e:
+                assert "\\n" not in str(e), (i, str(e))
+            else:
+                raise AssertionError(f"call {i} did not raise {kind.__name__}")
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

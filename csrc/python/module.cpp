@@ -145,11 +145,27 @@ void guard_argument_types(py::module_& m) {
   }
 }
 
+// A message on one line: values quoted in C++ messages (a method name, an attribute name) can
+// hold control characters, and a Python error message is one line (Python's repr escapes).
+std::string one_line(const char* text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (const char* c = text; *c != '\0'; ++c) {
+    const auto byte = static_cast<unsigned char>(*c);
+    if (byte == '\n') out += "\\n";
+    else if (byte == '\r') out += "\\r";
+    else if (byte == '\t') out += "\\t";
+    else if (byte < 0x20 || byte == 0x7f) { out += "\\x"; out += hex[byte >> 4]; out += hex[byte & 15]; }
+    else out += *c;
+  }
+  return out;
+}
+
 }  // namespace
 
 // For the binding files: raise dpcore.errors.DpcoreTypeError with `message`.
 [[noreturn]] void raise_type_error(const std::string& message) {
-  PyErr_SetString(dpcore_type_error().ptr(), message.c_str());
+  PyErr_SetString(dpcore_type_error().ptr(), one_line(message.c_str()).c_str());
   throw py::error_already_set();
 }
 
@@ -166,21 +182,21 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const dpcore::DomainError& e) {
-      PyErr_SetString(domain_error.ptr(), e.what());
+      PyErr_SetString(domain_error.ptr(), one_line(e.what()).c_str());
     } catch (const dpcore::TableTooLarge& e) {
-      PyErr_SetString(too_large.ptr(), e.what());
+      PyErr_SetString(too_large.ptr(), one_line(e.what()).c_str());
     } catch (const dpcore::InvalidArgument& e) {
-      PyErr_SetString(invalid_argument.ptr(), e.what());
+      PyErr_SetString(invalid_argument.ptr(), one_line(e.what()).c_str());
     } catch (const dpcore::Error& e) {
-      PyErr_SetString(invalid_argument.ptr(), e.what());
+      PyErr_SetString(invalid_argument.ptr(), one_line(e.what()).c_str());
     } catch (const py::reference_cast_error&) {
       // A None (or a foreign object) where a bound C++ object is required by reference.
       PyErr_SetString(dpcore_type_error().ptr(), "argument must be a dpcore._core object, got None");
     } catch (const py::cast_error& e) {
       // A Python value (e.g. a callback's return) that does not convert to the C++ type.
-      PyErr_SetString(dpcore_type_error().ptr(), e.what());
+      PyErr_SetString(dpcore_type_error().ptr(), one_line(e.what()).c_str());
     } catch (const std::length_error& e) {
-      PyErr_SetString(too_large.ptr(), (std::string("allocation too large: ") + e.what()).c_str());
+      PyErr_SetString(too_large.ptr(), ("allocation too large: " + one_line(e.what())).c_str());
     }
   });
 

@@ -1,6 +1,6 @@
 """The calls into the compiled core that used to segfault, read garbage or allocate without
 bound now raise a one-line dpcore error. They run in a fresh process, where a crash cannot take
-pytest down. (The hypothesis harness over every binding, issue 16, is not landed yet.)"""
+pytest down. The hypothesis harness over every binding is tests/property/test_binding_fuzz.py."""
 import subprocess
 import sys
 import textwrap
@@ -30,6 +30,10 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
             (lambda: _core.fit(None, [], [], 1.0, 0.0, None, [], 1, 0.0, 1.0, False, None),
              errors.DpcoreTypeError),
             (lambda: _core.discrete_gaussian(7, 3, 2**40, bytes(32)), errors.TableTooLargeError),
+            # control characters in a quoted argument are escaped: the message stays one line
+            (lambda: t.calibrate([]).sample(3, "\\n", 1), errors.InvalidArgumentError),
+            (lambda: _core.sample_group(np.array([1.0]), 1, "a\\rb\\x01", 1),
+             errors.InvalidArgumentError),
         ]
         for i, (fn, kind) in enumerate(calls):
             try:

@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
-MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "mwem-explicit", "pep")
+MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "mwem-explicit", "pep",
+              "rap-softmax", "gem", "gem-pub")
+# Mechanisms that read a public table (--public).
+PUBLIC_MECHANISMS = ("nist-mst", "gem-pub")
 RESULT_FORMAT = "dpcore-result"
 
 
@@ -264,7 +267,7 @@ def _synth(args: argparse.Namespace) -> int:
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)
-    elif args.mechanism in ("fem", "mwem-explicit", "pep"):
+    elif args.mechanism in ("fem", "mwem-explicit", "pep", "rap-softmax", "gem", "gem-pub"):
         if args.max_model_size is not None:
             raise CliError(f"--max-model-size applies to aim and mwem, not {args.mechanism}")
         options.update(workload=args.workload, rounds=args.rounds)
@@ -273,9 +276,10 @@ def _synth(args: argparse.Namespace) -> int:
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
         raise CliError(f"--workload, --max-model-size and --rounds apply to the workload "
                        f"mechanisms, not {args.mechanism}")
-    if (args.public is not None) != (args.mechanism == "nist-mst"):
+    if (args.public is not None) != (args.mechanism in PUBLIC_MECHANISMS):
         raise CliError("--public PUBLIC.csv is required by --mechanism nist-mst (its public "
-                       "provisional data) and applies to no other mechanism")
+                       "provisional data) and gem-pub (its pretraining table), and applies to "
+                       "no other mechanism")
     if args.public is not None:
         options["public"] = _read_public(args.public, args.delimiter)
     synth = Synthesizer.create(args.mechanism, epsilon=epsilon, delta=delta, **options)
@@ -329,7 +333,8 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _read_public(path: str, sep: str) -> Any:
-    """The public table for nist-mst, as raw strings (encoded later under the same schema)."""
+    """The public table for nist-mst or gem-pub, as raw strings (encoded later under the same
+    schema)."""
     import pandas as pd
     from dpcore.encoding import iter_table_chunks
     return pd.concat(list(iter_table_chunks(path, sep=sep)), ignore_index=True)
@@ -669,14 +674,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="aim: recommended; mst: fast, the published MST; mwem: "
                         "MWEM+PGM; independent: the baseline; nist-mst: NIST-MST with "
                         "--public; fem: FEM (MILP oracle); mwem-explicit, pep: Adaptive "
-                        "Measurements on an explicit histogram (small domains)")
+                        "Measurements on an explicit histogram (small domains); rap-softmax, "
+                        "gem, gem-pub (with --public): on a mixture of product distributions "
+                        "(gem needs pip install 'dpcore[deep]')")
     s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "
                    f"({', '.join(bundled_datasets())})")
     s.add_argument("--public", help="public provisional data (CSV or .parquet, same schema) for "
-                   "--mechanism nist-mst: it picks the marginals and the transform of wide "
-                   "integer columns, and no budget covers it (default: none)")
+                   "--mechanism nist-mst (it picks the marginals and the transform of wide "
+                   "integer columns) and gem-pub (the generator is pretrained on it); no budget "
+                   "covers it (default: none)")
     s.add_argument("--epsilon", required=True, help="(epsilon, delta)-DP budget: epsilon > 0")
     s.add_argument("--delta", required=True, help="delta in (0, 1), e.g. 1e-9")
     s.add_argument("--workload", default="all-3way",

@@ -28,8 +28,15 @@ first measurement there is no n^, so round 1 compares against 0: every q_r equal
 count and the first choice is uniform whatever the data (it spends its share and learns
 nothing; a fraction alpha^2 / ((alpha^2 + (1-alpha)^2) T) of the budget).
 
-Families hold a probability vector over the whole domain (numpy array shaped like the domain),
-so the domain is capped at :data:`HISTOGRAM_CELL_CAP` cells, refused before any charge.
+Families. A family owns its representation of the synthetic distribution D_t and answers four
+calls: ``init(domain, cliques, rounds, rng)`` gives D_0, ``answer(state, domain, clique)`` the
+normalised marginal of D_t (flat, the domain's cell order), ``update(state, domain, targets,
+new, rng)`` gives D_t from every measurement so far, and ``output(state, domain, total)`` the
+released model. None of them reads data: everything they see is noisy and public. The
+explicit-histogram families here (MWEM, PEP) hold a probability vector over the whole domain, so
+the domain is capped at :data:`HISTOGRAM_CELL_CAP` cells, refused before any charge; the
+product-mixture families (RAP-softmax, ``mechanisms.rap``; GEM, ``mechanisms.gem``) hold B
+product distributions and scale to any domain whose workload marginals fit in memory.
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ import time
 from fractions import Fraction
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dpcore.accounting.calibration import adaptive_measurements_round
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
@@ -44,8 +52,8 @@ from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from .result import MechanismResult, RoundRecord, Timer, synthesize
 from .workload import make_workload
 
-__all__ = ["HISTOGRAM_CELL_CAP", "MWEMUpdate", "PEPUpdate", "adaptive_measurements",
-           "check_histogram_domain"]
+__all__ = ["HISTOGRAM_CELL_CAP", "HistogramFamily", "MWEMUpdate", "PEPUpdate",
+           "adaptive_measurements", "check_histogram_domain"]
 
 #: Largest domain an explicit histogram may cover: 2^25 cells is 256 MB of float64, and each
 #: round sums the whole array several times (the issue's "infeasible past ~10^7 cells").
@@ -86,7 +94,25 @@ def _broadcast(values: np.ndarray, domain, clique) -> np.ndarray:
     return values.reshape(shape)
 
 
-class MWEMUpdate:
+class HistogramFamily:
+    """An explicit histogram p over the whole domain, D_0 uniform; subclasses give ``update``
+    (p, domain, targets, new, rng) -> p. The output is p as a one-clique model."""
+
+    name = ""
+    #: the domain must fit an explicit histogram (checked before any charge)
+    histogram = True
+
+    def init(self, domain, cliques, rounds, rng) -> np.ndarray:
+        return np.full(domain.shape, 1.0 / domain.size())
+
+    def answer(self, p, domain, clique) -> np.ndarray:
+        return marginal(p, domain, clique).ravel()
+
+    def output(self, p, domain, total):
+        return histogram_model(domain, p, total)
+
+
+class MWEMUpdate(HistogramFamily):
     """MWEM's multiplicative-weights update (Hardt, Ligett & McSherry 2012), the paper's
     ℒ^MWEM (Sec. 3, App. A.2) with the + sign of the reading notes' erratum.
 
@@ -118,7 +144,7 @@ class MWEMUpdate:
         return p
 
 
-class PEPUpdate:
+class PEPUpdate(HistogramFamily):
     """PEP's Exponential Weights Projection (the paper's Algorithm 4), warm-started.
 
     Each step takes the cell query with the largest |a_i - q_i(p)| over every measured marginal
@@ -218,19 +244,21 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
                           alpha: float = 0.5, synthetic_rows: int | None = None,
                           sample_method: str = "round", seed=None, callback=None,
                           discrete: bool | None = None) -> MechanismResult:
-    """Run Algorithm 1 with ``family`` (``MWEMUpdate()`` or ``PEPUpdate()``) for ``rounds``
-    rounds of ``per_round`` selections and measurements, spending the curator filter's whole
-    remaining budget (module docstring). The candidates are the workload's marginals of positive
-    weight; the paper's selection is unweighted, and so is ours. ``seed`` drives the family's
-    public randomness and the synthetic sample; ``discrete`` goes to :meth:`Curator.measure`.
+    """Run Algorithm 1 with ``family`` (``MWEMUpdate()``, ``PEPUpdate()``, ``RAPSoftmax()``,
+    ``GEM()``) for ``rounds`` rounds of ``per_round`` selections and measurements, spending the
+    curator filter's whole remaining budget (module docstring). The candidates are the
+    workload's marginals of positive weight; the paper's selection is unweighted, and so is
+    ours. ``seed`` drives the family's public randomness and the synthetic sample;
+    ``discrete`` goes to :meth:`Curator.measure`.
     """
     timer = Timer()
     domain = curator.domain
-    check_histogram_domain(domain)
-    if not (callable(getattr(family, "update", None))
-            and isinstance(getattr(family, "name", None), str)):
-        raise DpcoreTypeError(f"family must be an update such as MWEMUpdate() or PEPUpdate(), "
-                              f"got {type(family).__name__}")
+    if not all(callable(getattr(family, f, None)) for f in ("init", "answer", "update", "output")) \
+            or not isinstance(getattr(family, "name", None), str):
+        raise DpcoreTypeError(f"family must be an Adaptive Measurements family such as "
+                              f"MWEMUpdate() or PEPUpdate(), got {type(family).__name__}")
+    if getattr(family, "histogram", False):
+        check_histogram_domain(domain)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty "
@@ -245,19 +273,32 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
         raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     epsilon, sigma = adaptive_measurements_round(remaining, rounds, per_round, alpha)
     rng = np.random.default_rng(seed)
-    p = np.full(domain.shape, 1.0 / domain.size())
+    # The families' matrix products are small (a few million multiply-adds): one BLAS thread
+    # beats a pool that synchronises per call (20-40x measured for RAP-softmax on 2 cores).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _loop(curator, family, work, cliques, rounds, per_round, epsilon, sigma,
+                     synthetic_rows, sample_method, seed, rng, callback, discrete, timer)
+
+
+def _loop(curator, family, work, cliques, rounds, per_round, epsilon, sigma, synthetic_rows,
+          sample_method, seed, rng, callback, discrete, timer) -> MechanismResult:
+    domain = curator.domain
+    state = family.init(domain, cliques, rounds, rng)
     answers = _Answers()
     records: list[RoundRecord] = []
     total = None
     for t in range(rounds):
-        new = []
+        new, current = [], {}     # D_{t-1}'s answers, computed once a round as needed
         for _ in range(per_round):
             start = time.perf_counter()
             pool = [c for c in cliques if c not in new]
             if total is None:
                 refs = [np.zeros(domain.size(c)) for c in pool]
             else:
-                refs = [total * marginal(p, domain, c).ravel() for c in pool]
+                for c in pool:
+                    if c not in current:
+                        current[c] = family.answer(state, domain, c)
+                refs = [total * current[c] for c in pool]
             before = curator.privacy_filter.spent
             chosen = pool[curator.select(pool, refs, epsilon)]
             timer.add("select", time.perf_counter() - start)
@@ -275,17 +316,18 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
         total = answers.total()
         targets = {c: a.reshape(domain.project(c).shape)
                    for c, a in answers.normalised(total).items()}
-        p = family.update(p, domain, targets, new, rng)
+        state = family.update(state, domain, targets, new, rng)
         timer.add("estimate", time.perf_counter() - t_update)
     retired = curator.retire(f"Adaptive Measurements ({family.name}) calibration residue")
     start = time.perf_counter()
-    model = histogram_model(domain, p, total)
+    model = family.output(state, domain, total)
     synthetic = synthesize(model, synthetic_rows, sample_method, seed)
     timer.add("generate", time.perf_counter() - start)
+    extras = {"workload": work, "retired_rho": retired, "family": family.name, "total": total}
+    if getattr(family, "histogram", False):
+        extras["histogram"] = state
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records),
-                           timer.done(), {"workload": work, "retired_rho": retired,
-                                          "family": family.name, "total": total,
-                                          "histogram": p})
+                           timer.done(), extras)
 
 
 def histogram_model(domain, p: np.ndarray, total: float):

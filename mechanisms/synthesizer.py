@@ -640,61 +640,140 @@ class FEM(Synthesizer):
                    **plan.options)
 
 
-class _HistogramSynthesizer(Synthesizer):
-    """Adaptive Measurements (Liu, Vietri & Wu, Alg. 1) on an explicit histogram over the whole
-    domain (``mechanisms.adaptive``): at most 2^25 cells, refused before any charge.
-
-    ``workload``: as for AIM. ``rounds``: T. ``per_round``: k marginals selected and measured
-    each round. ``alpha``: the share of each round's budget on selection (Theorem 1's split,
-    in (0, 1)).
+class _AdaptiveSynthesizer(Synthesizer):
+    """Adaptive Measurements (Liu, Vietri & Wu, Alg. 1; ``mechanisms.adaptive``) with one
+    family. ``workload``: as for AIM. ``rounds``: T. ``per_round``: k marginals selected and
+    measured each round (default 1; RAP-softmax and GEM 10). ``alpha``: the share of each round's
+    budget on selection (Theorem 1's split, in (0, 1)). ``options``: the family's own settings
+    (e.g. ``{"steps": 300}``; see its class).
     """
 
     family: ClassVar[str] = ""
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-3way", rounds: int | None = None,
-                 per_round: int = 1, alpha: float = 0.5, **kwargs: Any) -> None:
+                 per_round: int | None = None, alpha: float = 0.5,
+                 options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
         self.workload, self.rounds = workload, rounds
         self.per_round, self.alpha = per_round, alpha
+        self.options = dict(options or {})
 
     def _parameters(self) -> dict[str, Any]:
         spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
-                "per_round": self.per_round, "alpha": self.alpha}
+                "per_round": self.per_round, "alpha": self.alpha,
+                "options": {k: repr(v) for k, v in sorted(self.options.items())}}
 
     def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
         from .plan import plan_adaptive
         workload = self.workload
         if isinstance(workload, (str, os.PathLike)):
             workload = parse_workload(workload, list(domain.attrs))
-        return plan_adaptive(domain, rho, family=self.family, workload=workload,
+        plan = plan_adaptive(domain, rho, family=self.family, workload=workload,
                              rounds=self.rounds, per_round=self.per_round, alpha=self.alpha,
                              rows=rows, seed=seed)
+        self._make_family()          # the family's settings are checked before any charge
+        return plan
+
+    def _make_family(self) -> Any:
+        from .adaptive import MWEMUpdate, PEPUpdate
+        from .rap import RAPSoftmax
+        make = {"mwem": MWEMUpdate, "pep": PEPUpdate, "rap-softmax": RAPSoftmax}[self.family]
+        try:
+            return make(**self.options)
+        except TypeError as err:
+            raise InvalidArgumentError(f"options for {self.name}: {err}") from None
 
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
-        from .adaptive import MWEMUpdate, PEPUpdate, adaptive_measurements
-        update = MWEMUpdate() if self.family == "mwem" else PEPUpdate()
-        return adaptive_measurements(curator, family=update, synthetic_rows=plan.rows,
-                                     seed=plan.seed, callback=callback,
-                                     discrete=self.noise == "discrete", **plan.options)
+        from .adaptive import adaptive_measurements
+        return adaptive_measurements(curator, family=self._make_family(),
+                                     synthetic_rows=plan.rows, seed=plan.seed,
+                                     callback=callback, discrete=self.noise == "discrete",
+                                     **plan.options)
 
 
-class MWEMHistogram(_HistogramSynthesizer):
-    """MWEM (Hardt, Ligett & McSherry 2012) as the paper runs it: explicit histogram,
-    whole-marginal selections, reuse of past measurements, last iterate. ``rounds`` defaults
-    to 200."""
+class MWEMHistogram(_AdaptiveSynthesizer):
+    """MWEM (Hardt, Ligett & McSherry 2012) as the paper runs it: explicit histogram (at most
+    2^25 cells, refused before any charge), whole-marginal selections, reuse of past
+    measurements, last iterate. ``rounds`` defaults to 200."""
 
     name = "mwem-explicit"
     family = "mwem"
 
 
-class PEP(_HistogramSynthesizer):
+class PEP(_AdaptiveSynthesizer):
     """PEP, Private Entropy Projection (Liu, Vietri & Wu, Alg. 4 as the update): the
-    maximum-entropy histogram matching the noisy marginals. ``rounds`` defaults to 50."""
+    maximum-entropy histogram matching the noisy marginals (at most 2^25 cells). ``rounds``
+    defaults to 50."""
 
     name = "pep"
     family = "pep"
+
+
+class RAPSoftmaxSynthesizer(_AdaptiveSynthesizer):
+    """RAP-softmax (the paper's App. A.3 baseline): 1000 relaxed rows, a softmax per attribute,
+    squared loss (``mechanisms.rap``). ``rounds`` defaults to 5, ``per_round`` to 10."""
+
+    name = "rap-softmax"
+    family = "rap-softmax"
+
+
+class GEMSynthesizer(_AdaptiveSynthesizer):
+    """GEM (Liu, Vietri & Wu, Alg. 2-3): a generator network of B = 1000 product
+    distributions (``mechanisms.gem``; needs ``pip install "dpcore[deep]"``). ``rounds``
+    defaults to 5, ``per_round`` to 10."""
+
+    name = "gem"
+    family = "gem"
+
+    def _make_family(self) -> Any:
+        from .gem import GEM
+        try:
+            return GEM(**self.options)
+        except TypeError as err:
+            raise InvalidArgumentError(f"options for {self.name}: {err}") from None
+
+
+class GEMPub(GEMSynthesizer):
+    """GEM-Pub (Sec. 6): GEM whose generator is first trained on a public table's workload
+    answers. ``public``: a DataFrame with the schema's columns, public (no budget covers it)."""
+
+    name = "gem-pub"
+    family = "gem-pub"
+
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, public: pd.DataFrame,
+                 **kwargs: Any) -> None:
+        if not isinstance(public, pd.DataFrame):
+            raise InvalidArgumentError(f"public must be a pandas DataFrame of public records, "
+                                       f"got {type(public).__name__}")
+        super().__init__(epsilon, delta, **kwargs)
+        self.public = public
+        self._public: Any = None        # the public table encoded under the measured schema
+
+    def plan(self, schema: SchemaLike, *, rows: int | None = None) -> Plan:
+        """As :meth:`Synthesizer.plan`, and the public table must encode under ``schema``."""
+        from dpcore import Dataset
+        measured = measured_schema(as_schema(schema))
+        missing = [c for c in measured.names if c not in self.public.columns]
+        if missing:
+            raise InvalidArgumentError(f"public data lacks column(s) {missing} of the schema")
+        try:
+            codes = encode_frame(self.public[list(measured.names)], measured)
+        except (ValueError, TypeError) as err:
+            raise InvalidArgumentError(f"public data: {err}") from None
+        self._public = Dataset(codes, measured.domain())
+        return super().plan(schema, rows=rows)
+
+    def _make_family(self) -> Any:
+        from .gem import GEM
+        try:
+            return GEM(public=self._public, **self.options)
+        except TypeError as err:
+            raise InvalidArgumentError(f"options for {self.name}: {err}") from None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_public": None}
 
 
 def synthesizer_names() -> Sequence[str]:

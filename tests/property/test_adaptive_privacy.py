@@ -1,4 +1,5 @@
-"""Privacy properties of Adaptive Measurements (MWEM and PEP on explicit histograms) over random
+"""Privacy properties of Adaptive Measurements (MWEM and PEP on explicit histograms, RAP-softmax
+and GEM on product mixtures) over random
 small datasets, workloads, budgets and (T, alpha, k): the ledger's exact total equals the
 budget and verifies, it holds k T selection/measurement pairs with the calibrated parameters
 and one negligible retired residue, and every sensitive read follows a fresh charge (the
@@ -58,8 +59,11 @@ def run(family, problem):
     retired = [e for e in ledger.entries if isinstance(e.event, ZCDPEvent)]
     assert len(retired) == 1 and Fraction(retired[0].event.rho) <= budget * Fraction(1, 10 ** 12)
     assert curator.state["reads"] == 2 * rounds * per_round   # one per charged release
-    p = result.extras["histogram"]
-    assert p.shape == data.domain.shape and abs(p.sum() - 1) < 1e-9 and p.min() >= 0
+    if getattr(family, "histogram", False):
+        p = result.extras["histogram"]
+        assert p.shape == data.domain.shape and abs(p.sum() - 1) < 1e-9 and p.min() >= 0
+    else:
+        assert result.synthetic.records.shape[1] == len(data.domain)
 
 
 @SETTINGS
@@ -72,3 +76,17 @@ def test_mwem_spends_exactly_its_budget(problem):
 @given(problems())
 def test_pep_spends_exactly_its_budget(problem):
     run(PEPUpdate(), problem)
+
+
+@SETTINGS
+@given(problems())
+def test_rap_softmax_spends_exactly_its_budget(problem):
+    from mechanisms.rap import RAPSoftmax
+    run(RAPSoftmax(rows=8, steps=3), problem)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_gem_spends_exactly_its_budget(problem):
+    from mechanisms.gem import GEM
+    run(GEM(batch=8, latent=4, hidden=(8,), steps=3), problem)

@@ -223,7 +223,7 @@ def test_a_bad_family_is_refused_before_any_charge():
     filt = PrivacyFilter(Fraction(1, 2))
     domain = Domain(("a",), (2,))
     curator = Curator(Dataset(np.zeros((3, 1), dtype=np.int64), domain), filt, seed=0)
-    with pytest.raises(TypeError, match="family must be an update"):
+    with pytest.raises(TypeError, match="family must be an Adaptive Measurements family"):
         adaptive_measurements(curator, [("a",)], "pep")
     assert filt.spent == 0
 
@@ -232,7 +232,7 @@ DOMAIN = Domain(("a", "b", "c"), (3, 2, 4))
 
 
 @pytest.mark.parametrize("options, field", [
-    ({"family": "gem"}, "family"), ({"family": "pep", "alpha": 1.0}, "alpha"),
+    ({"family": "dpgan"}, "family"), ({"family": "pep", "alpha": 1.0}, "alpha"),
     ({"family": "pep", "alpha": 0}, "alpha"), ({"family": "pep", "alpha": True}, "alpha"),
     ({"family": "mwem", "per_round": 4}, "per_round"),
     ({"family": "mwem", "per_round": 0}, "per_round"),

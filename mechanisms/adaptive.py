@@ -86,6 +86,24 @@ def marginal(p: np.ndarray, domain, clique) -> np.ndarray:
     return p.sum(axis=tuple(i for i in range(p.ndim) if i not in keep))
 
 
+def _lattice_marginal(p: np.ndarray, domain, clique, tables: dict) -> np.ndarray:
+    """p's marginal on ``clique``, summed from the marginal on ``clique`` plus the narrowest
+    missing attribute (recursively, memoised in ``tables``): the workload's marginals share
+    those parents, so a round's selection sums the full histogram over one axis a few times
+    instead of over d - k axes for every candidate (5x for all 3-way marginals of 7
+    attributes). Equal to :func:`marginal` up to the order of float additions."""
+    clique = tuple(a for a in domain.attrs if a in clique)
+    if len(clique) >= len(domain.attrs) - 1:
+        return marginal(p, domain, clique)
+    if clique not in tables:
+        missing = [a for a in domain.attrs if a not in clique]
+        extra = min(missing, key=lambda a: (domain.size((a,)), domain.attrs.index(a)))
+        parent = tuple(a for a in domain.attrs if a in clique or a == extra)
+        tables[clique] = _lattice_marginal(p, domain, parent, tables).sum(
+            axis=parent.index(extra))
+    return tables[clique]
+
+
 def _broadcast(values: np.ndarray, domain, clique) -> np.ndarray:
     """A clique table reshaped to broadcast against the full histogram."""
     shape = [1] * len(domain)
@@ -106,7 +124,10 @@ class HistogramFamily:
         return np.full(domain.shape, 1.0 / domain.size())
 
     def answer(self, p, domain, clique) -> np.ndarray:
-        return marginal(p, domain, clique).ravel()
+        cache = getattr(self, "_cache", None)
+        if cache is None or cache[0] is not p:    # a new iterate: forget the old one's tables
+            cache = self._cache = (p, {})
+        return _lattice_marginal(p, domain, tuple(clique), cache[1]).ravel()
 
     def output(self, p, domain, total):
         return histogram_model(domain, p, total)
@@ -126,8 +147,10 @@ class MWEMUpdate(HistogramFamily):
     name = "mwem"
 
     def update(self, p, domain, answers, new, rng) -> np.ndarray:
+        tables: dict = {}   # p's marginals before the steps, shared through the lattice
+
         def error(c):
-            return float(np.abs(answers[c] - marginal(p, domain, c)).sum())
+            return float(np.abs(answers[c] - _lattice_marginal(p, domain, c, tables)).sum())
 
         threshold = 0.5 * max(error(c) for c in new)
         past = [c for c in answers if c not in new and error(c) >= threshold]

@@ -314,3 +314,18 @@ def test_synthesizers_by_name_fit_sample_verify(tmp_path):
         assert synth.verify().ok and synth.ledger.spent <= synth.ledger.budget
         assert len(synth.result.rounds) == 2 * rounds
         assert list(synth.sample(25).columns) == ["x", "y", "z"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=5), st.data())
+def test_lattice_marginals_equal_direct_sums(shape, data):
+    from mechanisms.adaptive import _lattice_marginal
+    domain = Domain(tuple(f"x{i}" for i in range(len(shape))), tuple(shape))
+    p = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).random(domain.shape)
+    tables: dict = {}
+    cliques = data.draw(st.lists(st.lists(st.sampled_from(domain.attrs), min_size=1,
+                                          unique=True).map(tuple), min_size=1, max_size=6))
+    for clique in cliques:    # shared memo, any order of attributes in the request
+        np.testing.assert_allclose(_lattice_marginal(p, domain, clique, tables),
+                                   marginal(p, domain, tuple(a for a in domain.attrs
+                                                             if a in clique)), rtol=1e-12)

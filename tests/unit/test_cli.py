@@ -1,6 +1,6 @@
 """CLI input handling: every bad input exits 2 (or 3 for privacy) with one line naming the
-problem, and leaves no output file behind. These run in-process and stop before any
-mechanism runs, so they need no compiled kernels."""
+problem, and leaves no output file behind. These run in-process; all but the small runs of
+the product-mixture mechanisms stop before any mechanism runs."""
 import json
 from pathlib import Path
 
@@ -455,3 +455,31 @@ def test_debug_shows_the_offending_value_and_infer_sniffs_the_delimiter(work, ca
     assert main(["schema", "infer", str(work / "semi.csv")]) == 0
     drafted = json.loads(capsys.readouterr().out)
     assert set(drafted["columns"]) == {"color", "size", "flag"}
+
+
+@pytest.mark.parametrize("mechanism, public", [("rap-softmax", False), ("gem-pub", True)])
+def test_product_mixture_mechanisms_run_and_verify(work, capsys, mechanism, public):
+    (work / "public.csv").write_text((work / "data.csv").read_text())
+    argv = synth_args(work, **{"--mechanism": mechanism, "--workload": "all-2way",
+                               "--rounds": "2", "--seed": "1",
+                               "--public": str(work / "public.csv") if public else None})
+    code, err = run(argv, capsys)
+    assert code == 0, err
+    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
+
+
+@pytest.mark.parametrize("mechanism, public, expected", [
+    ("gem-pub", False, "--public PUBLIC.csv is required"),
+    ("rap-softmax", True, "applies to no other mechanism"),
+    ("gem", False, "--max-model-size applies to aim and mwem"),
+])
+def test_public_and_model_size_rules_of_the_adaptive_mechanisms(work, capsys, mechanism, public,
+                                                               expected):
+    (work / "public.csv").write_text((work / "data.csv").read_text())
+    argv = synth_args(work, **{"--mechanism": mechanism,
+                               "--public": str(work / "public.csv") if public else None,
+                               "--max-model-size": "5" if mechanism == "gem" else None})
+    code, err = run(argv, capsys)
+    assert code == 2 and expected in err and "\n" not in err
+    assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()

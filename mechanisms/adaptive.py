@@ -90,8 +90,9 @@ def _lattice_marginal(p: np.ndarray, domain, clique, tables: dict) -> np.ndarray
     """p's marginal on ``clique``, summed from the marginal on ``clique`` plus the narrowest
     missing attribute (recursively, memoised in ``tables``): the workload's marginals share
     those parents, so a round's selection sums the full histogram over one axis a few times
-    instead of over d - k axes for every candidate (5x for all 3-way marginals of 7
-    attributes). Equal to :func:`marginal` up to the order of float additions."""
+    instead of over d - k axes for every candidate (MWEM, all 3-way marginals of 7 attributes:
+    2.3x less time in numpy reductions). Equal to :func:`marginal` up to the order of float
+    additions."""
     clique = tuple(a for a in domain.attrs if a in clique)
     if len(clique) >= len(domain.attrs) - 1:
         return marginal(p, domain, clique)

@@ -52,6 +52,19 @@ class Factor:
         self.domain = domain
         self.values = np.asarray(array, dtype=np.float64, order="C")  # keeps 0-d tables 0-d
 
+    @classmethod
+    def _trusted(cls, domain, values: np.ndarray) -> Factor:
+        """A Factor from a Domain and a C-ordered float64 array already shaped
+        ``domain.shape``: skips validation (AIM builds thousands per round); anything else
+        goes through the checking constructor."""
+        if not (type(values) is np.ndarray and values.dtype == np.float64
+                and values.flags.c_contiguous and values.shape == domain.shape):
+            return cls(domain, values)
+        factor = object.__new__(cls)
+        factor.domain = domain
+        factor.values = values
+        return factor
+
     # -- constructors ------------------------------------------------------------------------
     @classmethod
     def zeros(cls, domain) -> Factor:

@@ -159,7 +159,8 @@ class CalibratedTree:
         """``[project(a) for a in attrs_list]`` in one compiled call."""
         attrs_list = [_attr_tuple(a) for a in attrs_list]
         ids = [self.tree._ids(a, "query") for a in attrs_list]
-        return [Factor(self.tree.domain.project(a), v)
+        domain = self.tree.domain
+        return [Factor._trusted(domain.project(a), v)
                 for a, v in zip(attrs_list, self._core.project_many(ids))]
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:

@@ -14,6 +14,7 @@ paper's Prop. 2).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from fractions import Fraction
@@ -79,6 +80,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     candidates = downward_closure([c for c, _ in work])
     weights = dict(zip(candidates, candidate_weights(candidates, normalise_weights(work))))
     sizes = {r: domain.size(r) for r in candidates}
+    jt_sizes = JTSizes(domain, candidates)
     measurements: list[Measurement] = []
     records: list[RoundRecord] = []
 
@@ -94,6 +96,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         before = curator.privacy_filter.spent
         y = curator.measure(r, sigma, discrete=discrete)
         measurements.append(Measurement(r, y, sigma))
+        jt_sizes.add(r)
         timer.add("measure", time.perf_counter() - start)
         log(RoundRecord(len(records), "measure", r, sigma, None, None, 0,
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
@@ -113,9 +116,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         remaining = Fraction(curator.privacy_filter.remaining)
         used_after = rho - remaining + _round_cost(epsilon, sigma)  # line 12: counts this round
         limit = float(used_after / rho) * max_model_size
-        tree = JunctionTree(domain, [m.attrs for m in measurements])
-        pool = [r for r, mb in zip(candidates, tree.hypothetical_sizes_mb(candidates))
-                if mb <= limit]
+        pool = [r for r, mb in zip(candidates, jt_sizes.sizes_mb()) if mb <= limit]
         references = [f.datavector() for f in model.project_many(pool)]
         w = np.array([weights[r] for r in pool])
         penalty = np.array([_EXPECTED_ABS * sigma * sizes[r] for r in pool])
@@ -129,6 +130,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         t_measure = time.perf_counter()
         y = curator.measure(chosen, sigma, discrete=discrete)
         measurements.append(Measurement(chosen, y, sigma))
+        jt_sizes.add(chosen)
         timer.add("measure", time.perf_counter() - t_measure)
         summaries.append(RoundSummary(chosen, sigma, epsilon, float(w.max()), len(pool), float(weights[chosen]),
                                       float(np.abs(references[index] - y).sum())))
@@ -164,6 +166,39 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"confidence_bounds": bounds, "workload": work, "retired_rho": retired,
                             "rounds_run": len(summaries)})
+
+
+class JTSizes:
+    """JT-SIZE of the model each candidate would make (Alg. 4 line 13), kept across rounds.
+
+    ``sizes_mb()[i]`` is ``JunctionTree(domain, added + [candidates[i]]).size_mb`` for the
+    cliques ``added`` so far. The junction tree is a function of the graph the cliques draw
+    (an edge between attributes that share a clique), not of the cliques themselves, so the
+    sizes stay valid while no added clique brings a new edge — AIM re-measuring a clique it
+    has measured, or a 1-way marginal — and are recomputed, in one compiled call, only when
+    the graph grew.
+    """
+
+    def __init__(self, domain, candidates):
+        self._domain = domain
+        self._candidates = list(candidates)
+        self._cliques: list = []
+        self._edges: set = set()
+        self._sizes: list[float] | None = None
+
+    def add(self, clique) -> None:
+        clique = tuple(clique)
+        self._cliques.append(clique)
+        new = {frozenset(e) for e in itertools.combinations(clique, 2)} - self._edges
+        if new:
+            self._edges |= new
+            self._sizes = None
+
+    def sizes_mb(self) -> list[float]:
+        if self._sizes is None:
+            tree = JunctionTree(self._domain, self._cliques)
+            self._sizes = tree.hypothetical_sizes_mb(self._candidates)
+        return self._sizes
 
 
 def first_round_pool(domain, candidates, rho: Fraction, rounds: int, alpha: Fraction,

@@ -206,16 +206,24 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
         return []
     estimate_model = independent_model(domain, ones)   # Alg. 6 step 1 (footnote 7)
     everything = list(itertools.combinations(domain.attrs, 2))
-    refs = {p: estimate_model.project(p).datavector() for p in everything}
+    refs = [estimate_model.project(p).datavector() for p in everything]
+    # The pool of a step is every pair joining two components, in the order of `everything`:
+    # found from one component label per attribute with array arithmetic (a Python test of
+    # every pair at every step made the selection O(d^3) in the interpreter).
+    position = {a: i for i, a in enumerate(domain.attrs)}
+    first = np.array([position[a] for a, _ in everything], dtype=np.int64)
+    second = np.array([position[b] for _, b in everything], dtype=np.int64)
     end = Fraction(curator.privacy_filter.spent) + budget
     chosen = []
     for k in range(steps):
         start = time.perf_counter()
         left = end - Fraction(curator.privacy_filter.spent)
         epsilon = exponential_epsilon(left / (steps - k))
-        pool = [p for p in everything if _find(parent, p[0]) != _find(parent, p[1])]
+        label = np.array([position[_find(parent, a)] for a in domain.attrs], dtype=np.int64)
+        live = np.flatnonzero(label[first] != label[second]).tolist()
+        pool = [everything[i] for i in live]
         before = curator.privacy_filter.spent
-        pair = pool[curator.select(pool, [refs[p] for p in pool], epsilon)]
+        pair = pool[curator.select(pool, [refs[i] for i in live], epsilon)]
         _union(parent, *pair)
         chosen.append(pair)
         log("select", pair, None, epsilon, len(pool), curator.privacy_filter.spent - before, start)

@@ -77,9 +77,21 @@ def downward_closure(cliques: Iterable[Clique]) -> tuple[Clique, ...]:
 
 def candidate_weights(candidates: Sequence[Clique], workload: Workload) -> np.ndarray:
     """AIM's relevance weights w_r = Σ_s c_s |r ∩ s| (AIM Sec. 4, "Better Selection Criteria")."""
+    # Only the workload marginals that share an attribute with r add a non-zero term, so each
+    # candidate sums over those (found through an index by attribute), in workload order: the
+    # same floating-point sum as over the whole workload (x + 0.0 == x), without the
+    # |candidates| x |workload| loop (25 million terms at 100 attributes).
     sets = [(frozenset(s), c) for s, c in workload]
-    return np.array([sum(c * len(frozenset(r) & s) for s, c in sets) for r in candidates],
-                    dtype=np.float64)
+    touching: dict[str, list[int]] = {}
+    for i, (s, _) in enumerate(sets):
+        for a in s:
+            touching.setdefault(a, []).append(i)
+    out = []
+    for r in candidates:
+        r = frozenset(r)
+        near = sorted({i for a in r for i in touching.get(a, ())})
+        out.append(sum(sets[i][1] * len(r & sets[i][0]) for i in near))
+    return np.array(out, dtype=np.float64)
 
 
 def normalise_weights(workload: Workload) -> Workload:

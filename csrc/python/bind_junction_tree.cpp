@@ -67,11 +67,8 @@ void bind_junction_tree(py::module_& m) {
       .def(
           "hypothetical_sizes_mb",
           [](const JunctionTree& t, const std::vector<std::vector<std::vector<AttrId>>>& batch) {
-            std::vector<double> out;
-            out.reserve(batch.size());
             py::gil_scoped_release release;
-            for (const auto& extra : batch) out.push_back(t.hypothetical_size_mb(extra));
-            return out;
+            return t.hypothetical_sizes_mb(batch);
           },
           py::arg("extra_clique_sets"),
           "hypothetical_size_mb for each list of extra cliques, in one call.")

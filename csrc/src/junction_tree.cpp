@@ -50,6 +50,9 @@ class BitGraph {
     row(b)[a >> 6] |= std::uint64_t{1} << (a & 63);
   }
   int words() const { return words_; }
+  bool connected(int a, int b) const {
+    return (bits_[std::size_t(a) * words_ + std::size_t(b >> 6)] >> (b & 63)) & 1;
+  }
 
  private:
   int n_;
@@ -80,18 +83,34 @@ double sum_cells(const std::vector<std::int64_t>& shape,
   return total;
 }
 
+BitGraph graph_of(int d, const std::vector<std::vector<AttrId>>& cliques, const char* what) {
+  BitGraph g(d);
+  for (const auto& c : cliques) {
+    check_attr_ids(c, d, what);
+    for (std::size_t i = 0; i < c.size(); ++i)
+      for (std::size_t j = i + 1; j < c.size(); ++j) g.connect(c[i], c[j]);
+  }
+  return g;
+}
+
+std::vector<std::vector<AttrId>> triangulate_graph(const std::vector<std::int64_t>& shape,
+                                                   BitGraph g);
+
 }  // namespace
 
 std::vector<std::vector<AttrId>> triangulate(const std::vector<std::int64_t>& shape,
                                              const std::vector<std::vector<AttrId>>& cliques) {
   check_shape(shape);
+  return triangulate_graph(shape, graph_of(static_cast<int>(shape.size()), cliques, "clique"));
+}
+
+namespace {
+
+// The greedy triangulation depends on the graph alone (not on which cliques drew it), so a
+// hypothetical tree can start from a copy of the base graph (hypothetical_sizes_mb).
+std::vector<std::vector<AttrId>> triangulate_graph(const std::vector<std::int64_t>& shape,
+                                                   BitGraph g) {
   const int d = static_cast<int>(shape.size());
-  BitGraph g(d);
-  for (const auto& c : cliques) {
-    check_attr_ids(c, d, "clique");
-    for (std::size_t i = 0; i < c.size(); ++i)
-      for (std::size_t j = i + 1; j < c.size(); ++j) g.connect(c[i], c[j]);
-  }
   const int W = g.words();
   std::vector<std::uint64_t> remaining(std::size_t(W), 0);
   for (int v = 0; v < d; ++v) remaining[v >> 6] |= std::uint64_t{1} << (v & 63);
@@ -150,6 +169,8 @@ std::vector<std::vector<AttrId>> triangulate(const std::vector<std::int64_t>& sh
   std::sort(out.begin(), out.end());
   return out;
 }
+
+}  // namespace
 
 JunctionTree::JunctionTree(std::vector<std::int64_t> shape,
                            std::vector<std::vector<AttrId>> cliques)
@@ -269,6 +290,34 @@ double JunctionTree::hypothetical_size_mb(const std::vector<std::vector<AttrId>>
     all.push_back(c);
   }
   return sum_cells(shape_, triangulate(shape_, all)) * kBytesPerCell / kBytesPerMb;
+}
+
+std::vector<double> JunctionTree::hypothetical_sizes_mb(
+    const std::vector<std::vector<std::vector<AttrId>>>& batch) const {
+  const int d = num_attrs();
+  const BitGraph base = graph_of(d, input_, "clique");
+  std::vector<double> out;
+  out.reserve(batch.size());
+  for (const auto& extra : batch) {
+    bool adds_edge = false;
+    for (const auto& c : extra) {
+      check_attr_ids(c, d, "extra clique");
+      for (std::size_t i = 0; i < c.size() && !adds_edge; ++i)
+        for (std::size_t j = i + 1; j < c.size() && !adds_edge; ++j)
+          adds_edge = !base.connected(c[i], c[j]);
+    }
+    if (!adds_edge) {  // the same graph, so the same triangulation: this tree's own size
+      out.push_back(size_mb());
+      continue;
+    }
+    BitGraph g = base;
+    for (const auto& c : extra)
+      for (std::size_t i = 0; i < c.size(); ++i)
+        for (std::size_t j = i + 1; j < c.size(); ++j) g.connect(c[i], c[j]);
+    out.push_back(sum_cells(shape_, triangulate_graph(shape_, std::move(g))) * kBytesPerCell /
+                  kBytesPerMb);
+  }
+  return out;
 }
 
 void JunctionTree::throw_bad_clique(int clique) const {

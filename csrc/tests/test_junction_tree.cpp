@@ -71,6 +71,14 @@ static void test_hypothetical_size_matches_built_tree() {
     CHECK_NEAR(t.hypothetical_size_mb(extra), JunctionTree(shape, all).size_mb(), 0.0);
   }
   CHECK_THROWS(t.hypothetical_size_mb({{0, 9}}), InvalidArgument);
+  // The batch (base graph built once; no new edge -> the tree's own size) gives the same.
+  const std::vector<Cliques> batch{Cliques{{2, 3}}, Cliques{{0, 1}}, Cliques{{1}}, Cliques{},
+                                   Cliques{{0, 2, 4}}, Cliques{{1, 0}, {4, 3}}};
+  const std::vector<double> sizes = t.hypothetical_sizes_mb(batch);
+  CHECK(sizes.size() == batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    CHECK_NEAR(sizes[i], t.hypothetical_size_mb(batch[i]), 0.0);
+  CHECK_THROWS(t.hypothetical_sizes_mb({Cliques{{0, 1}}, Cliques{{1, 1}}}), InvalidArgument);
 }
 
 static void check_against_brute_force(const std::vector<std::int64_t>& shape,

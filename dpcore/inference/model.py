@@ -142,7 +142,7 @@ class GraphicalModel:
                 factor = source.transpose(attrs)
             else:
                 factor = source
-            out.append(Factor(factor.domain, factor.values * self.total))
+            out.append(Factor._trusted(factor.domain, factor.values * self.total))
         return out
 
     def synthetic_data(self, rows: int | None = None, method: str = "round", seed=None):

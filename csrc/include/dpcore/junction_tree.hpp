@@ -69,6 +69,10 @@ class JunctionTree {
   double size_mb() const;
   /// size_mb() of the tree built from input_cliques() plus `extra`, without building it.
   double hypothetical_size_mb(const std::vector<std::vector<AttrId>>& extra) const;
+  /// hypothetical_size_mb(extra) for every `extra` of `batch`: the base graph is built once,
+  /// and an `extra` that adds no edge to it gets size_mb() without a triangulation.
+  std::vector<double> hypothetical_sizes_mb(
+      const std::vector<std::vector<std::vector<AttrId>>>& batch) const;
   /// Index of the clique with the fewest cells that contains every attribute of `attrs`
   /// (ties: lowest index), or -1 when none does. InvalidArgument on unknown or repeated ids.
   int containing_clique(const std::vector<AttrId>& attrs) const;

@@ -58,7 +58,8 @@ def test_select_picks_what_brute_force_scores_pick(case):
     scores = [brute_score(brute_marginal(records, domain, c), r, w, p)
               for c, r, w, p in zip(canon, refs, weights, penalties)]
     top = max(int(np.rint(w * SCORE_GRID)) for w in weights)
-    want = exact_exponential_mechanism(scores, 1.5, top, make_rng(seed))
+    # scores are in units of 1/SCORE_GRID^2, so the sensitivity is top * SCORE_GRID there
+    want = exact_exponential_mechanism(scores, 1.5, top * SCORE_GRID, make_rng(seed))
     assert got == want
     # The references were given in the candidates' own attribute order and used as flat
     # vectors over the canonical clique, as before: same length, no reordering.

@@ -142,7 +142,7 @@ def _fit(mechanism: str, frame, schema, seed: int):
     return synth.fit(frame, schema=schema)
 
 
-def run(seeds=(0, 1, 2), mechanisms=("aim", "mst")) -> list[dict]:
+def run(seeds=(0, 1, 2), mechanisms=("aim", "mst"), arms=(False, True)) -> list[dict]:
     import itertools
 
     import pandas as pd
@@ -159,7 +159,7 @@ def run(seeds=(0, 1, 2), mechanisms=("aim", "mst")) -> list[dict]:
     names = list(schema.names)
     work = [c for k in (2, 3) for c in itertools.combinations(names, k)]
     rows = []
-    for mechanism, seed, constrained in itertools.product(mechanisms, seeds, (False, True)):
+    for mechanism, seed, constrained in itertools.product(mechanisms, seeds, arms):
         s = schema if constrained else unconstrained(schema)
         start = time.perf_counter()
         synth = _fit(mechanism, frame, s, seed)
@@ -294,6 +294,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["ablate"]:
         with open(RESULTS.replace(".md", "-ablation.md"), "w") as fh:
             fh.write("\n".join(ablate()) + "\n")
+        return 0
+    if argv[:1] == ["try"]:   # a quick look, nothing written: try [aim,mst] [0,1] [with]
+        mechs = tuple(argv[1].split(",")) if len(argv) > 1 else ("aim", "mst")
+        seeds = tuple(int(x) for x in argv[2].split(",")) if len(argv) > 2 else (0,)
+        arms = (True,) if argv[3:4] == ["with"] else (False, True)
+        run(seeds, mechs, arms)
         return 0
     if argv[:1] == ["report"]:   # rewrite the table from the last run's rows
         with open(RESULTS.replace(".md", ".jsonl")) as fh:

@@ -41,7 +41,7 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        round_iters: int = 250, discrete: bool | None = None) -> MechanismResult:
+        round_iters: int = 250, discrete: bool | None = None, zeros=()) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
     ``workload``: attribute tuples or ``(attrs, weight)`` pairs. ``max_model_size``: MAX-SIZE
@@ -56,6 +56,10 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     shape (post-processing: no effect on privacy), and the final model is refit to convergence
     after the last round. ``discrete`` goes to :meth:`Curator.measure` (None: the exact
     discrete Gaussian for integer counts; the bounds then rest on its sub-Gaussian tails).
+    ``zeros``: public structural zeros (:class:`dpcore.inference.StructuralZero`, e.g. a
+    schema's forbidden cells): every model is fit with zero mass on them, so each zero's
+    attributes are a model clique from the start, counted in JT-SIZE like a measured clique
+    (public, so it costs nothing and changes no release's sensitivity).
     """
     timer = Timer()
     domain = curator.domain
@@ -74,7 +78,11 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
     options = dict(estimate_options or {})
+    zeros = list(zeros)
+    if zeros:
+        options["zeros"] = zeros
     per_round = round_options(options, round_iters)
+    fixed = [z.attrs for z in zeros]   # cliques the model holds whatever is measured
 
     candidates = downward_closure([c for c, _ in work])
     weights = dict(zip(candidates, candidate_weights(candidates, normalise_weights(work))))
@@ -113,7 +121,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         remaining = Fraction(curator.privacy_filter.remaining)
         used_after = rho - remaining + _round_cost(epsilon, sigma)  # line 12: counts this round
         limit = float(used_after / rho) * max_model_size
-        tree = JunctionTree(domain, [m.attrs for m in measurements])
+        tree = JunctionTree(domain, [m.attrs for m in measurements] + fixed)
         pool = [r for r, mb in zip(candidates, tree.hypothetical_sizes_mb(candidates))
                 if mb <= limit]
         references = [f.datavector() for f in model.project_many(pool)]

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from dpcore.accounting import approx_dp_to_zcdp
-from dpcore.constraints import expand, forbidden_rows, forbidden_rules, measured_schema
+from dpcore.constraints import (expand, forbidden_rows, forbidden_rules, measured_schema,
+                                structural_zeros)
 from dpcore.encoding import decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -194,6 +195,8 @@ class Synthesizer(abc.ABC):
             raise
         self._filter = privacy_filter
         self.schema_, self.measured_schema_ = schema, measured
+        # forbidden cells held at zero mass inside estimation by the mechanisms that take them
+        self._zeros = structural_zeros(schema) if schema.constraints else []
         try:
             curator = Curator(dataset, privacy_filter, seed=self.seed)
             self.result_ = self._run(curator, plan, callback=callback)
@@ -342,6 +345,12 @@ class Synthesizer(abc.ABC):
             return self._draw(int(n), seed)
         return self._draw_allowed(int(n), seed)
 
+    def _zero_option(self) -> dict[str, Any]:
+        """``{"zeros": ...}`` for a mechanism that fits its model with structural zeros (AIM,
+        MWEM, MST), empty without forbidden rules (the call is then the unconstrained one)."""
+        zeros = getattr(self, "_zeros", None)
+        return {"zeros": zeros} if zeros else {}
+
     def _measured(self) -> Schema:
         return getattr(self, "measured_schema_", None) or self.schema_
 
@@ -362,10 +371,10 @@ class Synthesizer(abc.ABC):
         until ``n`` are kept. The kept rows follow the model's law conditioned on the allowed
         set (the model draws by randomized rounding, so per-cell counts have that law's
         expectations with less variance than i.i.d. draws); the expected number of draws is
-        ``n / (1 - q)`` with q the model's mass on forbidden cells. We do not put -inf
-        potentials in the model instead: the compiled calibrator's log-space fast path assumes
-        finite potentials, and a rule whose columns share no clique would have to be forced
-        into one, which can break the model-size cap. Rejection is post-processing of the
+        ``n / (1 - q)`` with q the model's mass on forbidden cells. AIM, MST and MWEM fit
+        their model with the forbidden cells as structural zeros (q = 0: nothing is rejected,
+        except where MST's compression merged allowed and forbidden values); rejection is the
+        fallback for the other mechanisms. Rejection is post-processing of the
         released model (no budget; proofs/structural_constraints.py). Refuses when the model
         puts more than 99.9 % of its mass on forbidden cells; ``rejection_rate_`` keeps the
         share of draws rejected by the last call."""
@@ -455,7 +464,7 @@ class AIM(_WorkloadSynthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .aim import aim
         return aim(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   discrete=self.noise == "discrete", **plan.options)
+                   discrete=self.noise == "discrete", **plan.options, **self._zero_option())
 
 
 class MWEM(_WorkloadSynthesizer):
@@ -466,7 +475,7 @@ class MWEM(_WorkloadSynthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mwem import mwem
         return mwem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                    discrete=self.noise == "discrete", **plan.options)
+                    discrete=self.noise == "discrete", **plan.options, **self._zero_option())
 
 
 class MST(Synthesizer):
@@ -482,7 +491,7 @@ class MST(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mst import mst
         return mst(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   discrete=self.noise == "discrete")
+                   discrete=self.noise == "discrete", **self._zero_option())
 
 
 class Independent(Synthesizer):

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from dpcore.accounting import approx_dp_to_zcdp
-from dpcore.constraints import (expand, forbidden_rows, forbidden_rules, measured_schema,
-                                structural_zeros)
+from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
+                                measured_schema, structural_zeros, unconstrained)
 from dpcore.encoding import decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -80,6 +80,9 @@ class Synthesizer(abc.ABC):
     """
 
     name: ClassVar[str] = ""
+    # True: the mechanism reads derived columns from the data and measures marginals holding
+    # them as coarsenings of their parents (mechanisms.coarsen); False: it never sees them.
+    measures_derived: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
@@ -176,11 +179,13 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
         plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
-        # derived columns are not measured: the mechanism sees the smaller public domain
+        # the model omits derived columns (regenerated from their parents); the data the
+        # curator holds keeps them only for a mechanism that measures them as coarsenings
         measured = measured_schema(schema)
-        if measured is not schema:
-            codes = codes[:, [schema.names.index(n) for n in measured.names]]
-        dataset = Dataset(codes, measured.domain())
+        data_schema = self._data_schema(schema)
+        if data_schema is not schema:
+            codes = codes[:, [schema.names.index(n) for n in data_schema.names]]
+        dataset = Dataset(codes, data_schema.domain())
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path)
@@ -189,7 +194,7 @@ class Synthesizer(abc.ABC):
                                                           ledger_path=self.ledger_path)
         try:
             privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256,
-                                                        measured.domain_dict()))
+                                                        data_schema.domain_dict()))
         except BaseException:
             privacy_filter.close()
             raise
@@ -253,7 +258,7 @@ class Synthesizer(abc.ABC):
         domain, the budget and the options; see :mod:`mechanisms.plan`). Raises
         :class:`InvalidArgumentError` naming the argument and the rule; spends nothing."""
         from dpcore.accounting import approx_dp_to_zcdp
-        domain = measured_schema(as_schema(schema)).domain()
+        domain = self._data_schema(as_schema(schema)).domain()
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
         return self._plan(domain, rho, rows=rows, seed=self.seed)
 
@@ -344,6 +349,18 @@ class Synthesizer(abc.ABC):
         if not self.schema_.constraints:
             return self._draw(int(n), seed)
         return self._draw_allowed(int(n), seed)
+
+    def _data_schema(self, schema: Schema) -> Schema:
+        """The columns the curator holds: the measured ones, plus the derived ones (with no
+        rules) for a mechanism that measures them."""
+        if self.measures_derived and derived_rules(schema):
+            return unconstrained(schema)
+        return measured_schema(schema)
+
+    def _derived_option(self) -> dict[str, Any]:
+        """``{"derived": {child: (parent, table)}}`` when the curator holds derived columns."""
+        rules = derived_rules(self.schema_) if self.measures_derived else []
+        return {"derived": {r.column: (r.parent, r.table) for r in rules}} if rules else {}
 
     def _zero_option(self) -> dict[str, Any]:
         """``{"zeros": ...}`` for a mechanism that fits its model with structural zeros (AIM,
@@ -460,11 +477,13 @@ class AIM(_WorkloadSynthesizer):
     """
 
     name = "aim"
+    measures_derived = True
 
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .aim import aim
         return aim(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   discrete=self.noise == "discrete", **plan.options, **self._zero_option())
+                   discrete=self.noise == "discrete", **plan.options, **self._zero_option(),
+                   **self._derived_option())
 
 
 class MWEM(_WorkloadSynthesizer):

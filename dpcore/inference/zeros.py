@@ -51,6 +51,9 @@ class StructuralZero:
     def __setattr__(self, name, value):
         raise AttributeError("StructuralZero is immutable")
 
+    def __reduce__(self):   # a saved synthesizer keeps its zeros; rebuild through validation
+        return (StructuralZero, (self.attrs, np.array(self.mask)))
+
     def __repr__(self):
         return f"StructuralZero(attrs={self.attrs}, cells={int(self.mask.sum())}/{self.mask.size})"
 

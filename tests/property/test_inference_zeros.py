@@ -105,6 +105,13 @@ def test_dense_oracle_agrees_with_tree():
     assert np.allclose(TreeOracle(problem)(theta), DenseOracle(problem)(theta), atol=1e-12)
 
 
+def test_pickle_round_trip():
+    import pickle
+    z = StructuralZero(("a", "b"), np.array([[True, False, False], [False, False, True]]))
+    back = pickle.loads(pickle.dumps(z))
+    assert back.attrs == z.attrs and np.array_equal(back.mask, z.mask)
+
+
 def test_zero_errors():
     domain = Domain(("a", "b"), (2, 3))
     with pytest.raises(InvalidArgumentError, match="every cell"):

@@ -168,6 +168,15 @@ def test_forbidden_cells_are_structural_zeros_of_the_model(mechanism):
         assert synth.rejection_rate_ == 0.0
 
 
+def test_a_constrained_synthesizer_saves_and_loads(tmp_path):
+    s = Schema.from_dict(schema_dict())
+    synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9, seed=0,
+                               progress=False).fit(frame(), schema=s)
+    synth.save(tmp_path / "synth.pkl")
+    back = Synthesizer.load(tmp_path / "synth.pkl")
+    assert np.array_equal(back.sample_codes(300, seed=4), synth.sample_codes(300, seed=4))
+
+
 def test_rejection_law_is_the_model_conditioned_on_allowed_cells():
     """Brute force: the model's joint over the measured cells, zeroed on forbidden cells and
     renormalised, against the sampler's counts. Chi-square at alpha = 1e-6: a correct sampler

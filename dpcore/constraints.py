@@ -18,13 +18,17 @@ drafts one. Two rule types, each with a ``"name"``:
   compiles to a boolean mask over its column's codes; a code is forbidden only if *every* value
   it stands for satisfies the predicate, so a bin straddling a boundary is a schema error.
 
-Generation honours forbidden rules by rejection (``Synthesizer.sample_codes``): the model's
-samples conditioned on the allowed cells, at an expected cost of 1 / (1 - q) draws per row
-(q: the model's mass on forbidden cells). Rejection rather than -inf potentials, because the
-compiled calibrator's log-space fast path assumes finite potentials, and structural zeros over
-columns that share no clique would force them into one, which can blow the model-size cap;
-rejection works for every mechanism unchanged. Every rule is public and rejection reads only
-the released model, so no release's sensitivity changes (proofs/structural_constraints.py).
+Forbidden rules are structural zeros of the model (:func:`structural_zeros`): AIM, MST and
+MWEM fit Private-PGM with -inf log-potentials on the forbidden cells of a clique over each rule's
+columns (the columns are forced into one clique: public, so free; AIM counts it in its model
+size), so the fitted model has zero mass there and its measured marginals are fitted within
+the allowed set. Conditioning the unconstrained model after the fact (rejection) moved every
+marginal touching a rule's columns; a structural zero does not (bench/results/constraints.md).
+Rejection (``Synthesizer.sample_codes``) stays as the fallback for what the model cannot hold:
+mechanisms without zeros (independent, FEM, the histogram families, NIST-MST), and MST's
+compressed cells that merge allowed and forbidden values (its reverse transform may place a row
+in a forbidden cell). Every rule is public and both steps read only the released measurements or
+model, so no release's sensitivity changes (proofs/structural_constraints.py).
 """
 from __future__ import annotations
 
@@ -388,4 +392,34 @@ def violations(codes: np.ndarray, schema: "Schema") -> list[dict[str, Any]]:
             count = int(r.holds(codes, names).sum())
         out.append({"rule": r.name, "type": "derived" if isinstance(r, DerivedRule)
                     else "forbidden", "rows": count, "share": count / n if n else 0.0})
+    return out
+
+
+def structural_zeros(schema: "Schema") -> list:
+    """The forbidden rules as :class:`~dpcore.inference.StructuralZero` masks over the measured
+    columns (:func:`measured_schema`), for estimation to hold at zero mass. A predicate on a
+    derived column becomes one on its parent (the parent codes whose child code satisfies it);
+    predicates on one column are AND-ed; a rule left forbidding nothing is dropped."""
+    from dpcore.inference.zeros import StructuralZero
+    parents = {r.column: r for r in derived_rules(schema)}
+    out = []
+    for r in forbidden_rules(schema):
+        masks: dict[str, np.ndarray] = {}
+        for col, mask in r.masks.items():
+            if col in parents:
+                d = parents[col]
+                col, mask = d.parent, mask[np.asarray(d.table, dtype=np.int64)]
+            masks[col] = masks[col] & mask if col in masks else mask
+        if not all(m.any() for m in masks.values()):
+            continue
+        cols = list(masks)
+        cells = np.ones([len(masks[c]) for c in cols], dtype=bool)
+        for axis, c in enumerate(cols):
+            shape = [1] * len(cols)
+            shape[axis] = -1
+            cells = cells & masks[c].reshape(shape)
+        if cells.all():
+            raise _err(r.name, "forbids every cell of its measured columns: nothing could be "
+                               "generated")
+        out.append(StructuralZero(tuple(cols), cells))
     return out

@@ -27,6 +27,7 @@ from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, estimate
 from dpcore.junction_tree import JunctionTree
 
+from . import coarsen
 from .aim_bounds import RoundSummary, confidence_bounds
 from .result import MechanismResult, RoundRecord, Timer, round_options, synthesize
 from .workload import candidate_weights, downward_closure, make_workload, normalise_weights
@@ -42,7 +43,8 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        round_iters: int = 250, discrete: bool | None = None) -> MechanismResult:
+        round_iters: int = 250, discrete: bool | None = None, zeros=(),
+        derived=None) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
     ``workload``: attribute tuples or ``(attrs, weight)`` pairs. ``max_model_size``: MAX-SIZE
@@ -57,9 +59,20 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     shape (post-processing: no effect on privacy), and the final model is refit to convergence
     after the last round. ``discrete`` goes to :meth:`Curator.measure` (None: the exact
     discrete Gaussian for integer counts; the bounds then rest on its sub-Gaussian tails).
+    ``zeros``: public structural zeros (:class:`dpcore.inference.StructuralZero`, e.g. a
+    schema's forbidden cells): every model is fit with zero mass on them, so each zero's
+    attributes are a model clique from the start, counted in JT-SIZE like a measured clique
+    (public, so it costs nothing and changes no release's sensitivity).
+    ``derived``: ``{child: (parent, table)}``, columns of the curator's data that are public
+    functions of another (``table[parent code] = child code``). The model omits them; a
+    marginal holding one is measured from the data like any other and fit as a coarsening of
+    its parent's marginal (:mod:`mechanisms.coarsen`), and the synthetic records are on the
+    model's columns (the caller regenerates the children). ``zeros`` are over those columns.
     """
     timer = Timer()
     domain = curator.domain
+    derived = dict(derived or {})
+    model_domain = domain.project([a for a in domain.attrs if a not in derived])
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")
@@ -75,12 +88,28 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
     options = dict(estimate_options or {})
+    zeros = list(zeros)
+    if zeros:
+        options["zeros"] = zeros
     per_round = round_options(options, round_iters)
+    fixed = [z.attrs for z in zeros]   # cliques the model holds whatever is measured
 
     candidates = downward_closure([c for c, _ in work])
+    # a marginal holding a derived column and its parent is a function of the parent's one
+    candidates = [r for r in candidates if coarsen.base(r, derived) is not None]
+    bases = {r: coarsen.base(r, derived) for r in candidates}      # model attributes
+    queries = {r: coarsen.query(r, derived, domain, model_domain) for r in candidates}
+
+    def project(model, cliques):
+        """The model's marginals on ``cliques`` (data-domain cells: coarsened when derived)."""
+        out = [f.datavector() for f in model.project_many([bases[r] for r in cliques])]
+        return [v if queries[r] is None else queries[r] @ v for r, v in zip(cliques, out)]
     weights = dict(zip(candidates, candidate_weights(candidates, normalise_weights(work))))
     sizes = {r: domain.size(r) for r in candidates}
-    jt_sizes = JTSizes(domain, candidates)
+    # JT-SIZE of the model each candidate's base would make, with the rule cliques it holds
+    jt_sizes = JTSizes(model_domain, [bases[r] for r in candidates])
+    for clique in fixed:
+        jt_sizes.add(clique)
     measurements: list[Measurement] = []
     records: list[RoundRecord] = []
 
@@ -95,13 +124,13 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         start = time.perf_counter()
         before = curator.privacy_filter.spent
         y = curator.measure(r, sigma, discrete=discrete)
-        measurements.append(Measurement(r, y, sigma))
-        jt_sizes.add(r)
+        measurements.append(Measurement(bases[r], y, sigma, query=queries[r]))
+        jt_sizes.add(bases[r])
         timer.add("measure", time.perf_counter() - start)
         log(RoundRecord(len(records), "measure", r, sigma, None, None, 0,
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
     start = time.perf_counter()
-    model = estimate(domain, measurements, **per_round).model
+    model = estimate(model_domain, measurements, **per_round).model
     timer.add("estimate", time.perf_counter() - start)
 
     epsilon = exponential_epsilon((1 - alpha) * rho / T)
@@ -117,7 +146,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         used_after = rho - remaining + _round_cost(epsilon, sigma)  # line 12: counts this round
         limit = float(used_after / rho) * max_model_size
         pool = [r for r, mb in zip(candidates, jt_sizes.sizes_mb()) if mb <= limit]
-        references = [f.datavector() for f in model.project_many(pool)]
+        references = project(model, pool)
         w = np.array([weights[r] for r in pool])
         penalty = np.array([_EXPECTED_ABS * sigma * sizes[r] for r in pool])
         before = curator.privacy_filter.spent
@@ -129,21 +158,21 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
 
         t_measure = time.perf_counter()
         y = curator.measure(chosen, sigma, discrete=discrete)
-        measurements.append(Measurement(chosen, y, sigma))
-        jt_sizes.add(chosen)
+        measurements.append(Measurement(bases[chosen], y, sigma, query=queries[chosen]))
+        jt_sizes.add(bases[chosen])
         timer.add("measure", time.perf_counter() - t_measure)
         summaries.append(RoundSummary(chosen, sigma, epsilon, float(w.max()), len(pool), float(weights[chosen]),
                                       float(np.abs(references[index] - y).sum())))
 
         t_est = time.perf_counter()
-        model = estimate(domain, measurements, warm_start=model, **per_round).model
+        model = estimate(model_domain, measurements, warm_start=model, **per_round).model
         timer.add("estimate", time.perf_counter() - t_est)
         log(RoundRecord(len(records), "select+measure", chosen, sigma, epsilon, float(w.max()), len(pool),
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
         if final:
             break
         # Algorithm 3, lines 1-7: anneal when the model barely moved on the chosen marginal.
-        moved = float(np.abs(model.project(chosen).datavector() - references[index]).sum())
+        moved = float(np.abs(project(model, [chosen])[0] - references[index]).sum())
         if moved <= _EXPECTED_ABS * sigma * sizes[chosen]:
             epsilon, sigma = 2 * epsilon, sigma / 2
         # Lines 8-11: if two more rounds would not fit, spend exactly what is left in one.
@@ -152,7 +181,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
             final = True
     retired = curator.retire("AIM final-round calibration residue")
     start = time.perf_counter()
-    model = estimate(domain, measurements, warm_start=model, **options).model
+    model = estimate(model_domain, measurements, warm_start=model, **options).model
     timer.add("estimate", time.perf_counter() - start)
 
     start = time.perf_counter()
@@ -160,8 +189,13 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     timer.add("generate", time.perf_counter() - start)
 
     start = time.perf_counter()
+    on_data = synthetic
+    if derived:   # the bounds read the synthetic marginals on data-domain cliques
+        from dpcore.dataset import Dataset
+        on_data = Dataset(coarsen.expand_records(np.asarray(synthetic.records), derived, domain,
+                                                 model_domain), domain)
     bounds = confidence_bounds(domain, candidates, weights, measurements, summaries, last_reference,
-                               synthetic, confidence)
+                               on_data, confidence)
     timer.add("bounds", time.perf_counter() - start)
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"confidence_bounds": bounds, "workload": work, "retired_rho": retired,

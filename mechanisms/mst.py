@@ -45,7 +45,7 @@ _TRIPLE_THRESHOLD = 0.1       # Alg. 5 step 4 (on normalised marginals)
 def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calibration: str = "zcdp",
         epsilon=None, delta=None, weights=None, synthetic_rows: int | None = None,
         sample_method: str = "round", seed=None, callback=None, estimate_options=None,
-        discrete: bool | None = None) -> MechanismResult:
+        discrete: bool | None = None, zeros=()) -> MechanismResult:
     """Run MST (``public=None``) or NIST-MST (``public`` = a public Dataset on the same domain).
 
     ``required_pairs``: attribute pairs always measured (Alg. 6's C). ``compress`` (default on,
@@ -54,6 +54,11 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     (Eq. 5.1 from ``epsilon``/``delta``, defaulting to the filter's; NIST-MST mode only).
     ``weights``: {clique: weight} for NIST-MST's weighted measurement (Alg. 1, Alg. 5 step 6).
     ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts).
+    ``zeros``: public structural zeros (:class:`dpcore.inference.StructuralZero`): the model is
+    fit with zero mass on them, each zero's attributes joining the measured tree as an extra,
+    unmeasured clique (public information: free). Under compression a merged cell is kept at
+    zero only when every cell it merges is forbidden (:func:`compress_zeros`); the reverse
+    transform can then put a row in a forbidden cell, which the caller's rejection removes.
     """
     timer = Timer()
     domain = curator.domain
@@ -121,6 +126,8 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     timer.add("measure", time.perf_counter() - start)
     retired = curator.retire("MST calibration residue") if calibration == "zcdp" else Fraction(0)
 
+    if zeros:
+        options["zeros"] = compress_zeros(zeros, mapping or {})
     start = time.perf_counter()
     model = estimate(view.domain, ones + pairs, **options).model
     timer.add("estimate", time.perf_counter() - start)
@@ -312,6 +319,25 @@ def _aggregate(measurement, codes):
     counts = np.bincount(codes, minlength=groups).astype(np.float64)
     scale = 1 / np.sqrt(counts)
     return Measurement(measurement.attrs, sums * scale, measurement.sigma, query=np.diag(scale))
+
+
+def compress_zeros(zeros, mapping):
+    """Structural zeros on the compressed domain (Alg. 4's ``mapping``): a merged cell is
+    forbidden when every original cell it stands for is; zeros left with no cell are dropped."""
+    from dpcore.inference import StructuralZero
+
+    out = []
+    for z in zeros:
+        mask = z.mask
+        for axis, attr in enumerate(z.attrs):
+            codes = mapping.get(attr)
+            if codes is None:
+                continue
+            groups = [np.flatnonzero(codes == g) for g in range(int(codes.max()) + 1)]
+            mask = np.stack([mask.take(g, axis=axis).all(axis=axis) for g in groups], axis=axis)
+        if mask.any():
+            out.append(StructuralZero(z.attrs, mask))
+    return out
 
 
 def decompress(synthetic, domain, mapping, seed):

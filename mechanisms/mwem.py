@@ -33,14 +33,16 @@ from .workload import make_workload
 
 def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = None, total=None,
          synthetic_rows: int | None = None, sample_method: str = "round", seed=None, callback=None,
-         estimate_options=None, round_iters: int = 250, discrete: bool | None = None) -> MechanismResult:
+         estimate_options=None, round_iters: int = 250, discrete: bool | None = None,
+         zeros=()) -> MechanismResult:
     """Run MWEM+PGM for ``rounds`` rounds, spending the curator filter's whole remaining budget.
 
     ``max_model_size`` (MB, optional) drops candidates whose addition would make the junction
     tree larger than that. ``total``: a public record count for the uniform p̂_0, if known.
     ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts). Each round's
     refit stops after at most ``round_iters`` iterations; the final model is refit to
-    convergence with ``estimate_options`` (as in :func:`mechanisms.aim.aim`).
+    convergence with ``estimate_options`` (as in :func:`mechanisms.aim.aim`). ``zeros``: public
+    structural zeros every model is fit with (as in :func:`mechanisms.aim.aim`).
     """
     timer = Timer()
     domain = curator.domain
@@ -54,6 +56,9 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
     if Fraction(curator.privacy_filter.remaining) <= 0:
         raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     options = dict(estimate_options or {})
+    zeros = list(zeros)
+    if zeros:
+        options["zeros"] = zeros
     per_round = round_options(options, round_iters)
     cliques = [c for c, _ in work]
     sizes = {r: domain.size(r) for r in cliques}
@@ -66,7 +71,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
         epsilon = exponential_epsilon(share / 2)
         pool = cliques
         if max_model_size is not None:
-            tree = JunctionTree(domain, [m.attrs for m in measurements])
+            tree = JunctionTree(domain, [m.attrs for m in measurements] + [z.attrs for z in zeros])
             pool = [r for r, mb in zip(cliques, tree.hypothetical_sizes_mb(cliques))
                     if mb <= max_model_size]
             pool = pool or [min(cliques, key=lambda r: sizes[r])]

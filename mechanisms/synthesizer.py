@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from dpcore.accounting import approx_dp_to_zcdp
-from dpcore.constraints import expand, forbidden_rows, forbidden_rules, measured_schema
+from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
+                                measured_schema, structural_zeros, unconstrained)
 from dpcore.encoding import decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -79,6 +80,9 @@ class Synthesizer(abc.ABC):
     """
 
     name: ClassVar[str] = ""
+    # True: the mechanism reads derived columns from the data and measures marginals holding
+    # them as coarsenings of their parents (mechanisms.coarsen); False: it never sees them.
+    measures_derived: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
@@ -175,11 +179,13 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
         plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
-        # derived columns are not measured: the mechanism sees the smaller public domain
+        # the model omits derived columns (regenerated from their parents); the data the
+        # curator holds keeps them only for a mechanism that measures them as coarsenings
         measured = measured_schema(schema)
-        if measured is not schema:
-            codes = codes[:, [schema.names.index(n) for n in measured.names]]
-        dataset = Dataset(codes, measured.domain())
+        data_schema = self._data_schema(schema)
+        if data_schema is not schema:
+            codes = codes[:, [schema.names.index(n) for n in data_schema.names]]
+        dataset = Dataset(codes, data_schema.domain())
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path)
@@ -188,12 +194,14 @@ class Synthesizer(abc.ABC):
                                                           ledger_path=self.ledger_path)
         try:
             privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256,
-                                                        measured.domain_dict()))
+                                                        data_schema.domain_dict()))
         except BaseException:
             privacy_filter.close()
             raise
         self._filter = privacy_filter
         self.schema_, self.measured_schema_ = schema, measured
+        # forbidden cells held at zero mass inside estimation by the mechanisms that take them
+        self._zeros = structural_zeros(schema) if schema.constraints else []
         try:
             curator = Curator(dataset, privacy_filter, seed=self.seed)
             self.result_ = self._run(curator, plan, callback=callback)
@@ -250,7 +258,7 @@ class Synthesizer(abc.ABC):
         domain, the budget and the options; see :mod:`mechanisms.plan`). Raises
         :class:`InvalidArgumentError` naming the argument and the rule; spends nothing."""
         from dpcore.accounting import approx_dp_to_zcdp
-        domain = measured_schema(as_schema(schema)).domain()
+        domain = self._data_schema(as_schema(schema)).domain()
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
         return self._plan(domain, rho, rows=rows, seed=self.seed)
 
@@ -342,6 +350,24 @@ class Synthesizer(abc.ABC):
             return self._draw(int(n), seed)
         return self._draw_allowed(int(n), seed)
 
+    def _data_schema(self, schema: Schema) -> Schema:
+        """The columns the curator holds: the measured ones, plus the derived ones (with no
+        rules) for a mechanism that measures them."""
+        if self.measures_derived and derived_rules(schema):
+            return unconstrained(schema)
+        return measured_schema(schema)
+
+    def _derived_option(self) -> dict[str, Any]:
+        """``{"derived": {child: (parent, table)}}`` when the curator holds derived columns."""
+        rules = derived_rules(self.schema_) if self.measures_derived else []
+        return {"derived": {r.column: (r.parent, r.table) for r in rules}} if rules else {}
+
+    def _zero_option(self) -> dict[str, Any]:
+        """``{"zeros": ...}`` for a mechanism that fits its model with structural zeros (AIM,
+        MWEM, MST), empty without forbidden rules (the call is then the unconstrained one)."""
+        zeros = getattr(self, "_zeros", None)
+        return {"zeros": zeros} if zeros else {}
+
     def _measured(self) -> Schema:
         return getattr(self, "measured_schema_", None) or self.schema_
 
@@ -362,10 +388,10 @@ class Synthesizer(abc.ABC):
         until ``n`` are kept. The kept rows follow the model's law conditioned on the allowed
         set (the model draws by randomized rounding, so per-cell counts have that law's
         expectations with less variance than i.i.d. draws); the expected number of draws is
-        ``n / (1 - q)`` with q the model's mass on forbidden cells. We do not put -inf
-        potentials in the model instead: the compiled calibrator's log-space fast path assumes
-        finite potentials, and a rule whose columns share no clique would have to be forced
-        into one, which can break the model-size cap. Rejection is post-processing of the
+        ``n / (1 - q)`` with q the model's mass on forbidden cells. AIM, MST and MWEM fit
+        their model with the forbidden cells as structural zeros (q = 0: nothing is rejected,
+        except where MST's compression merged allowed and forbidden values); rejection is the
+        fallback for the other mechanisms. Rejection is post-processing of the
         released model (no budget; proofs/structural_constraints.py). Refuses when the model
         puts more than 99.9 % of its mass on forbidden cells; ``rejection_rate_`` keeps the
         share of draws rejected by the last call."""
@@ -451,11 +477,13 @@ class AIM(_WorkloadSynthesizer):
     """
 
     name = "aim"
+    measures_derived = True
 
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .aim import aim
         return aim(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   discrete=self.noise == "discrete", **plan.options)
+                   discrete=self.noise == "discrete", **plan.options, **self._zero_option(),
+                   **self._derived_option())
 
 
 class MWEM(_WorkloadSynthesizer):
@@ -466,7 +494,7 @@ class MWEM(_WorkloadSynthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mwem import mwem
         return mwem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                    discrete=self.noise == "discrete", **plan.options)
+                    discrete=self.noise == "discrete", **plan.options, **self._zero_option())
 
 
 class MST(Synthesizer):
@@ -482,7 +510,7 @@ class MST(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mst import mst
         return mst(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   discrete=self.noise == "discrete")
+                   discrete=self.noise == "discrete", **self._zero_option())
 
 
 class Independent(Synthesizer):

@@ -1,8 +1,11 @@
 """Claim (structural constraints): public schema constraints change no release's sensitivity.
-A derived column is removed from the measured domain (a change of the public domain: the
-curator's marginals over the remaining columns keep L1 and L2 sensitivity 1), and forbidden
-cells are enforced by rejection sampling, a function of the released model, the public rules and
-the sampling seed only (post-processing).
+A derived column is removed from the model's domain (a change of the public domain: the
+curator's marginals over the remaining columns keep L1 and L2 sensitivity 1); a marginal that
+holds a derived column, measured from the data (AIM), is an ordinary marginal of the records,
+of L1 and L2 sensitivity 1, and fitting it as a coarsening Q of its parent's marginal is
+post-processing; forbidden cells are structural zeros of the estimated model (a function of the
+released measurements and the public masks) and, as a fallback, enforced by rejection sampling,
+a function of the released model, the public rules and the sampling seed only (post-processing).
 
 Source: issue 23; post-processing and the Gaussian mechanism's sensitivity as in
 proofs/gaussian.py and proofs/merged_cells.py (Dwork & Roth 2014, Prop. 2.1 for
@@ -16,14 +19,26 @@ Proof. (1) Derived columns. Write a record as (x, y) with y the derived columns.
 marginal on a clique C of non-derived columns is M_C(D) = sum over records of e_{x_C}; the map
 record -> x_C is a fixed public projection, so adding or removing one record changes M_C by
 +-e_{x_C}, of L1 and L2 norm 1 (the merged-cells argument with one 1 per column). The derived
-column is then computed from x_C by a public table: post-processing. (2) Forbidden cells. The
+column is then computed from x_C by a public table: post-processing. (1b) Coarsened marginals.
+A marginal on a set r holding a derived column y_j = f(x_p) is M_r(D) = sum of e_{(x, y)_r};
+each record adds e to exactly one cell, so adding or removing one record changes it by one unit
+vector (L1 = L2 = 1) whatever f is. Because every record satisfies y_j = f(x_p) (checked at
+encoding), M_r(D) = Q M_b(D) with b = r with y_j replaced by x_p and Q the public 0/1 matrix of
+f; estimation uses the release only through Q, a public map chosen before the charge, so the
+fit is post-processing. (2) Structural zeros. Estimation with -inf log-potentials on a public
+set of cells F is a deterministic function of the released noisy marginals and F (the model
+minimises the same likelihood over the distributions with P(F) = 0): post-processing, no release
+changes. (3) Rejection. The
 sampler draws rows from the released model P, drops rows in the public set F and repeats: its
 output law is P(. | not F), a function of P and F only, hence post-processing of the released
 model. The number of draws per kept row is geometric with success 1 - q, q = P(F), with mean
 sum_k k q^(k-1) (1 - q) = 1 / (1 - q) (checked with sympy). The check runs the real curator on
 a measured domain with a derived column removed, on add-one neighbours with zero noise, and runs
 the real sampler twice with the released model swapped between synthesizers fitted on
-neighbouring data: equal model, equal seed -> equal rows.
+neighbouring data: equal model, equal seed -> equal rows. It also measures, on add-one
+neighbours with zero noise, marginals holding the derived column from the full data (one unit
+vector apart, and equal to Q times the parent's marginal), and fits a model with structural
+zeros twice from the same released measurements (equal potentials, zero mass on F).
 """
 import random
 
@@ -87,6 +102,8 @@ def check() -> None:
             diff = y - x
             assert np.isclose(np.abs(diff).sum(), 1) and np.count_nonzero(diff) == 1, diff
 
+    _check_coarsened_and_zeros(schema, rng)
+
     frame = pd.DataFrame({"a": ["0", "1", "2", "2"] * 10, "b": ["0", "1", "0", "0"] * 10})
     frame["c"] = frame["a"].map({"0": "x", "1": "x", "2": "y"})
     neighbour = frame.iloc[:-1]
@@ -97,3 +114,38 @@ def check() -> None:
     draws = [f.sample_codes(500, seed=7) for f in fits]
     assert np.array_equal(draws[0], draws[1])
     assert not ((draws[0][:, 0] == 2) & (draws[0][:, 1] == 1)).any()
+
+
+def _check_coarsened_and_zeros(schema, rng) -> None:
+    from dpcore.constraints import expand, measured_schema, structural_zeros, unconstrained
+    from dpcore.inference import Measurement, estimate
+    from mechanisms import coarsen
+
+    full = unconstrained(schema).domain()              # what AIM's curator holds
+    model_domain = measured_schema(schema).domain()
+    derived = {"c": ("a", (0, 0, 1))}
+    cliques = [("c",), ("b", "c")]
+    for small, large in neighbour_pairs(model_domain, rng, datasets=3):
+        small, large = expand(small, schema), expand(large, schema)
+        xs = _zero_noise_marginals(small, full, cliques)
+        ys = _zero_noise_marginals(large, full, cliques)
+        for r, x, y in zip(cliques, xs, ys):
+            diff = y - x
+            assert np.isclose(np.abs(diff).sum(), 1) and np.count_nonzero(diff) == 1, diff
+            base = coarsen.base(r, derived)
+            cols = [model_domain.attrs.index(a) for a in base]   # C order over base as given
+            parent = np.bincount(np.ravel_multi_index(tuple(large[:, c] for c in cols),
+                                                      [model_domain[a] for a in base]),
+                                 minlength=model_domain.size(base))
+            q = coarsen.query(r, derived, full, model_domain)
+            assert np.array_equal(q @ parent, y)
+    zeros = structural_zeros(schema)
+    assert len(zeros) == 1 and zeros[0].mask.tolist() == [[False, False], [False, False],
+                                                          [False, True]]
+    released = [Measurement(("a",), [5.0, 3.0, 4.0], 1.0), Measurement(("b",), [7.0, 5.0], 1.0),
+                Measurement(("a",), [8.0, 4.0], 1.0,
+                            query=coarsen.query(("c",), derived, full, model_domain))]
+    fits = [estimate(model_domain, released, zeros=zeros).model for _ in range(2)]
+    assert all(np.array_equal(f.values, g.values)
+               for f, g in zip(fits[0].potentials, fits[1].potentials))
+    assert fits[0].project(("a", "b")).values[2, 1] == 0.0

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,7 @@ namespace {
 // Halvings of the step before giving up: a step of 2^-40 / Lip that still fails the test means
 // the loss is flat to machine precision.
 constexpr int kMaxBacktracks = 40;
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // The optimiser's passes over the query and potential cells. They are vector kernels (AVX2 /
 // AVX-512 clones) because on a small tree they cost as much as a third of a calibration; the
@@ -56,14 +58,19 @@ DPCORE_VECTOR_KERNEL double inner_step(const double* __restrict grad, const doub
 }
 
 // trial = theta - eta step + beta (theta - prev); without prev (nullptr) the plain step.
+// A cell at -inf (a structural zero) stays there: the plain step keeps it (-inf minus a finite
+// step), and the momentum term, -inf - -inf = NaN, is taken as 0 on such a cell (a select,
+// which the vectoriser keeps branch-free).
 DPCORE_VECTOR_KERNEL void take_step(const double* __restrict theta, const double* __restrict step,
                                     const double* __restrict prev, double eta, double beta,
                                     double* __restrict trial, std::size_t cells) {
   if (prev == nullptr)
     for (std::size_t i = 0; i < cells; ++i) trial[i] = theta[i] - eta * step[i];
   else
-    for (std::size_t i = 0; i < cells; ++i)
-      trial[i] = (theta[i] - eta * step[i]) + beta * (theta[i] - prev[i]);
+    for (std::size_t i = 0; i < cells; ++i) {
+      const double moved = theta[i] - eta * step[i];
+      trial[i] = theta[i] == kNegInf ? kNegInf : moved + beta * (theta[i] - prev[i]);
+    }
 }
 
 // The state of one point: its marginals, loss and gradient in the marginals.

@@ -7,6 +7,7 @@ from dpcore.inference.estimation import METHODS, EstimationResult, estimate
 from dpcore.inference.independent import independent_model
 from dpcore.inference.measurement import Measurement, estimate_total
 from dpcore.inference.model import GraphicalModel
+from dpcore.inference.zeros import StructuralZero
 
 __all__ = ["METHODS", "EstimationResult", "GraphicalModel", "Measurement", "estimate",
-           "estimate_total", "independent_model"]
+           "StructuralZero", "estimate_total", "independent_model"]

@@ -59,7 +59,8 @@ class EstimationResult:
 def estimate(domain, measurements: Sequence[Measurement], *, total: float | None = None,
              warm_start=None, max_iters: int = 2000, tol: float = 1e-7,
              method: str = "accelerated",
-             callback: Callable[[int, float], object] | None = None) -> EstimationResult:
+             callback: Callable[[int, float], object] | None = None,
+             zeros: Sequence = ()) -> EstimationResult:
     """Fit a :class:`GraphicalModel` to ``measurements`` by Private-PGM.
 
     ``total``: the record count if public; otherwise estimated from the measurements
@@ -68,6 +69,9 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
     each added into a new clique that contains it (potentials of cliques no longer contained in
     any measured set are dropped); new cliques start at zero.
     ``callback(iteration, loss)`` is called after every iteration; returning True stops early.
+    ``zeros``: :class:`~dpcore.inference.zeros.StructuralZero` masks; each one's attributes
+    become (part of) a model clique whose forbidden cells hold -inf throughout, so the fit is
+    the maximum-likelihood model among those with zero mass there.
     """
     from dpcore.inference.model import GraphicalModel
     from dpcore.inference.oracle import TreeOracle
@@ -84,7 +88,7 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
     elif not (isinstance(total, (int, float, np.integer, np.floating)) and np.isfinite(total)
               and total > 0):
         raise InvalidArgumentError(f"total must be finite and > 0, got {total!r}")
-    problem = Problem(domain, measurements, float(total))
+    problem = Problem(domain, measurements, float(total), zeros)
     theta = initial_potentials(problem, warm_start)
     oracle = TreeOracle(problem)
     theta, history, iters, converged, calibrations = oracle.fit(
@@ -114,4 +118,6 @@ def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
         shape = tuple(problem.domain.shape[order[a]] if a in attrs else 1
                       for a in problem.cliques[k])
         cliques[k] += values.reshape(shape)  # a view: writes into theta
+    if problem.zeros:   # a warm start without the zeros (or with others) must not lift them
+        theta[problem.forbidden] = -np.inf
     return theta

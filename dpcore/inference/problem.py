@@ -28,7 +28,10 @@ class Problem:
     ``domain.project(group).shape``; the loss is in counts (``mu = total * p``).
     """
 
-    def __init__(self, domain, measurements: Sequence[Measurement], total: float):
+    def __init__(self, domain, measurements: Sequence[Measurement], total: float,
+                 zeros: Sequence = ()):
+        from dpcore.inference.zeros import merge_zeros
+
         if not measurements:
             raise InvalidArgumentError("measurements must be non-empty, got 0")
         for m in measurements:
@@ -51,6 +54,15 @@ class Problem:
             perm = tuple(canon.index(a) for a in m.attrs)
             shape = tuple(domain.shape[order[a]] for a in m.attrs)
             self._reads.append((g, perm, np.argsort(perm), shape))
+        # Structural zeros: their attributes must share a clique, so each is a group of its
+        # own when no measurement holds it (no measurement reads it: weight 0, no loss term).
+        self.zeros = merge_zeros(zeros)
+        for z in self.zeros:
+            z.validate(domain)
+            canon = tuple(sorted(z.attrs, key=order.__getitem__))
+            if canon not in index:
+                index[canon] = len(self.groups)
+                self.groups.append(canon)
         self.group_shapes = [tuple(domain.shape[order[a]] for a in g) for g in self.groups]
         sets = [frozenset(g) for g in self.groups]
         self.cliques = [g for g, s in zip(self.groups, sets) if not any(s < t for t in sets)]
@@ -66,6 +78,18 @@ class Problem:
         self.smoothness = self._smoothness()
         self._pool_identity()
         self._slope = self._weight * (2.0 * self.total)  # d/dp of W (N p - ybar)^2 is 2 N W r
+
+    @cached_property
+    def forbidden(self) -> np.ndarray:
+        """Flat boolean over the clique log-potentials: the cells a structural zero holds at
+        -inf (in the first clique containing the zero's attributes; -inf in one term of the
+        sum zeroes the cell whatever the others hold)."""
+        out = np.zeros(self.clique_offsets[-1], dtype=bool)
+        for z in self.zeros:
+            k = next(i for i, c in enumerate(self.cliques) if set(z.attrs) <= set(c))
+            where = slice(self.clique_offsets[k], self.clique_offsets[k + 1])
+            out[where] |= z.over(self.cliques[k], self.clique_shapes[k]).ravel()
+        return out
 
     @cached_property
     def _spread(self):
@@ -189,4 +213,8 @@ class Problem:
         return [theta[off[k]:off[k + 1]].reshape(s) for k, s in enumerate(self.clique_shapes)]
 
     def zero_potentials(self) -> np.ndarray:
-        return np.zeros(self.clique_offsets[-1])
+        """The uniform distribution over the allowed cells: zeros, -inf on structural zeros."""
+        theta = np.zeros(self.clique_offsets[-1])
+        if self.zeros:
+            theta[self.forbidden] = -np.inf
+        return theta

@@ -36,13 +36,34 @@ def design(problem) -> tuple[np.ndarray, np.ndarray]:
     return np.vstack(blocks), np.concatenate(targets)
 
 
+def allowed_cells(problem) -> np.ndarray:
+    """Flat boolean over the full joint: the cells no structural zero of ``problem`` forbids."""
+    domain = problem.domain
+    out = np.ones(domain.shape, dtype=bool)
+    for z in problem.zeros:
+        out &= ~z.over(domain.attrs, domain.shape)
+    return out.ravel()
+
+
 def solve_full_joint(problem, max_cells: int = 5000) -> tuple[float, np.ndarray]:
-    """The optimal loss and an optimal joint table (counts, domain order, flat)."""
+    """The optimal loss and an optimal joint table (counts, domain order, flat); with structural
+    zeros, the optimum over the tables that are zero on the forbidden cells (those columns of
+    the design are dropped, and the table is 0 there)."""
     cells = problem.domain.size()
     if cells > max_cells:
         raise TableTooLargeError(f"full joint must have <= {max_cells} cells, got {cells}")
     b_mat, b = design(problem)
-    n = problem.total
+    allowed = allowed_cells(problem)
+    if not allowed.all():
+        loss, q = _solve(b_mat[:, allowed], b, problem.total)
+        full = np.zeros(cells)
+        full[allowed] = q
+        return loss, full
+    return _solve(b_mat, b, problem.total)
+
+
+def _solve(b_mat, b, n) -> tuple[float, np.ndarray]:
+    cells = b_mat.shape[1]
     # Solve in proportions x = q / N so the equality row is O(1) like the data rows.
     a = b_mat * n
     weight = 1e4 * max(1.0, np.linalg.norm(a, 2))

@@ -41,7 +41,8 @@ struct FitResult {
   std::uint64_t calibrations = 0;  ///< trial points evaluated, the first point included
 };
 
-/// Minimises the objective over the calibrator's flat log-potentials from `theta`.
+/// Minimises the objective over the calibrator's flat log-potentials from `theta`. Cells of
+/// `theta` at -inf (structural zeros) stay at -inf in every iterate.
 /// InvalidArgument when the lengths disagree with the calibrator, tol < 0, max_iters < 0 or
 /// smoothness <= 0; the calibrator's own errors (non-finite potentials) propagate.
 FitResult fit(Calibrator& calibrator, const Objective& objective, std::vector<double> theta,

@@ -11,7 +11,7 @@ on noisy problems; the accelerated method (the default) is checked on all of the
 """
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dpcore import Domain
@@ -78,6 +78,7 @@ def make_problem(seed, structure, noisy, linear):
 @given(seed=st.integers(0, 2**32 - 1), structure=st.sampled_from(["tree", "cycle", "triples"]),
        noisy=st.booleans(), linear=st.booleans(),
        method=st.sampled_from(["mirror_descent", "accelerated"]))
+@example(seed=968063313, structure="tree", noisy=True, linear=True, method="mirror_descent")
 def test_fitted_loss_equals_full_joint_optimum(seed, structure, noisy, linear, method):
     if method == "mirror_descent" and not noisy:
         method = "accelerated"
@@ -87,6 +88,12 @@ def test_fitted_loss_equals_full_joint_optimum(seed, structure, noisy, linear, m
     result = estimate(domain, measurements, total=total, max_iters=20000, tol=1e-13,
                       method=method)
     fitted = model_loss(result.model, measurements)
+    for _ in range(4):   # plain mirror descent is slow on some instances: resume from the model
+        if fitted - optimum <= 1e-6 * max(optimum, 1.0):
+            break
+        result = estimate(domain, measurements, total=total, max_iters=20000, tol=1e-13,
+                          method=method, warm_start=result.model)
+        fitted = model_loss(result.model, measurements)
     # No feasible point beats the optimum, which the reference certifies to within its gap.
     assert fitted >= optimum - duality_gap(problem, joint) - 1e-12 * max(optimum, 1.0)
     # Noise-free optima are 0 up to rounding: then compare on the chi-square scale instead.

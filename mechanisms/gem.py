@@ -13,7 +13,7 @@ GEM-UPDATE (Alg. 3) with the marginal trick and its squared loss (Table 6): the 
 cell of every measured marginal are computed; while max |c| >= gamma and fewer than ``steps``
 steps were taken, one Adam step on the mean of c^2 over the cells with |c| >= gamma. gamma is
 half an exponential moving average (beta 0.5) of the max error at the start of each round (App.
-B.2). The optimiser restarts each round, as the authors' code. The released generator is an
+B.2). The optimiser (Adam) restarts each round, as the authors' code. The released generator is an
 exponential moving average of the parameters over the second half of the rounds (Alg. 2, App.
 B.2; beta is not given in the paper: ``ema``, default 0.9, one of the values the authors' code
 tries).
@@ -35,7 +35,7 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-from .product_mixture import ProductMixture, mixture_marginal, squared_loss
+from .product_mixture import Adam, ProductMixture, mixture_marginal, squared_loss
 
 __all__ = ["GEM", "require_jax"]
 
@@ -65,7 +65,9 @@ def _unit(name, value, low_open=True):
 
 
 class _Network:
-    """The generator's forward pass and one Adam step, compiled once per shape by JAX."""
+    """The generator's forward pass and its pullback, compiled once per shape by JAX. The
+    parameters are a flat list of numpy arrays (weight, bias, weight, bias, ...), trained by the
+    same Adam as RAP-softmax (``mechanisms.product_mixture.Adam``)."""
 
     def __init__(self, sizes):
         jax = require_jax()
@@ -74,35 +76,28 @@ class _Network:
 
         def forward(params, z):
             h = z
-            for w, b in params[:-1]:
+            for w, b in zip(params[0:-2:2], params[1:-2:2]):
                 h = jnp.concatenate([jax.nn.relu(h @ w + b), h], axis=1)
-            w, b = params[-1]
-            logits = h @ w + b
+            logits = h @ params[-2] + params[-1]
             return jnp.concatenate([jax.nn.softmax(logits[:, lo:hi], axis=1)
                                     for lo, hi in zip(bounds[:-1], bounds[1:])], axis=1)
 
-        def step(params, moments, t, z, d_probs, lr):
+        def pullback(params, z, d_probs):
             _, pull = jax.vjp(lambda p: forward(p, z), params)
-            (grads,) = pull(d_probs)
-            b1, b2, eps = 0.9, 0.999, 1e-8
-            m, v = moments
-            m = jax.tree_util.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m, grads)
-            v = jax.tree_util.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, v, grads)
-            scale = lr * jnp.sqrt(1 - b2 ** t) / (1 - b1 ** t)
-            params = jax.tree_util.tree_map(
-                lambda p, a, s: p - scale * a / (jnp.sqrt(s) + eps), params, m, v)
-            return params, (m, v)
+            return pull(d_probs)[0]
 
         self.bounds = bounds
         self.forward = jax.jit(forward)
-        self.step = jax.jit(step)
-        self.zeros = lambda params: jax.tree_util.tree_map(jnp.zeros_like, params)
-        self.array = jnp.asarray
+        self.pullback = jax.jit(pullback)
 
     def tables(self, params, z) -> list[np.ndarray]:
         """The B x |attribute| probability tables, float32 (ProductMixture widens them)."""
         probs = np.asarray(self.forward(params, z))
         return [probs[:, lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:])]
+
+    def gradients(self, params, z, d_probs) -> list[np.ndarray]:
+        """dL/dparams from dL/dprobs (B x the one-hot width)."""
+        return [np.asarray(g) for g in self.pullback(params, z, d_probs.astype(np.float32))]
 
 
 class GEM:
@@ -114,9 +109,10 @@ class GEM:
     the public table's workload answers first.
 
     Defaults, measured on Adult (64 random 3-way marginals, eps = 1; bench/gem.py): the paper's
-    rules (``threshold=0.5``, ``ema=0.9``, B = 1000, hidden (256, 512)) gave all-3-way error
-    0.60-0.70 at 60-110 CPU-s; training on every cell of the measured marginals, the last
-    iterate, B = 250 and hidden (128, 256) gave 0.42 at 12 CPU-s (the authors' code: 0.545 at
+    rules (``threshold=0.5``, ``ema=0.9``, B = 1000, hidden (256, 512), lr 1e-3, T = 30 with one
+    marginal a round) gave all-3-way error 0.66 at 74 CPU-s; training on every cell of the
+    measured marginals, the last iterate, B = 250 and hidden (128, 256) gave 0.35 with the same
+    T = 30 (17 CPU-s) and 0.33 with T = 5 rounds of 10 (11 CPU-s; the authors' code: 0.545 at
     68 CPU-s with B = 250). The paper's rules remain one option away."""
 
     def __init__(self, batch: int = 250, latent: int = 64, hidden=(128, 256),
@@ -146,10 +142,10 @@ class GEM:
         widths, params = self.latent, []
         for width in (*self.hidden, int(sum(domain.shape))):
             bound = 1 / np.sqrt(widths)     # PyTorch's Linear initialisation
-            params.append((net.array(rng.uniform(-bound, bound, (widths, width)), np.float32),
-                           net.array(rng.uniform(-bound, bound, width), np.float32)))
+            params += [rng.uniform(-bound, bound, (widths, width)).astype(np.float32),
+                       rng.uniform(-bound, bound, width).astype(np.float32)]
             widths += width
-        z = net.array(rng.standard_normal((self.batch, self.latent)), np.float32)
+        z = rng.standard_normal((self.batch, self.latent)).astype(np.float32)
         state = {"net": net, "params": params, "z": z, "round": 0, "rounds": rounds,
                  "error": None, "average": None, "tables": None}
         if self.public is not None:
@@ -173,9 +169,8 @@ class GEM:
                  "tables": None}
         if state["round"] > state["rounds"] // 2:          # EMA over the second half
             avg = state["average"]
-            state["average"] = params if avg is None else [
-                (self.ema * wa + (1 - self.ema) * w, self.ema * ba + (1 - self.ema) * b)
-                for (wa, ba), (w, b) in zip(avg, params)]
+            state["average"] = [p.copy() for p in params] if avg is None else [
+                self.ema * a + (1 - self.ema) * p for a, p in zip(avg, params)]
         return state
 
     def output(self, state, domain, total) -> ProductMixture:
@@ -186,17 +181,15 @@ class GEM:
     def _train(self, state, measured, steps, threshold):
         """Alg. 3's loop: Adam steps on the mean squared error of the cells at or above
         ``threshold``, until none is or ``steps`` were taken."""
-        net, z, params = state["net"], state["z"], state["params"]
-        moments = (net.zeros(params), net.zeros(params))
-        lr = np.float32(self.learning_rate)
-        for t in range(1, steps + 1):
+        net, z = state["net"], state["z"]
+        params = [p.copy() for p in state["params"]]
+        adam = Adam(params, self.learning_rate)      # restarted each round, as the authors' code
+        for _ in range(steps):
             tables = net.tables(params, z)
             _, grads, worst, kept = squared_loss(tables, measured, threshold)
             if kept == 0 or worst < threshold:
                 break
-            d_probs = np.concatenate(grads, axis=1) / kept
-            params, moments = net.step(params, moments, np.float32(t), z,
-                                       d_probs.astype(np.float32), lr)
+            adam.step(params, net.gradients(params, z, np.concatenate(grads, axis=1) / kept))
         return params
 
     @staticmethod

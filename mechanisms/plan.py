@@ -269,7 +269,7 @@ PLANNERS["fem"] = plan_fem
 # MWEM learns by small multiplicative steps and needs more (the paper's grid for MWEM with past
 # queries reaches 300; 200 is where all-3way reduced Adult levels off); RAP-softmax the anchor's
 # T = 5 with 10 marginals a round, and GEM the same (on Adult it beat T = 30 with one a round:
-# 0.42 against 0.58 all-3-way error, bench/gem.py).
+# 0.33 against 0.35 all-3-way error at 11 against 17 CPU-s, bench/gem.py's setting).
 _ADAPTIVE_ROUNDS = {"mwem": 200, "pep": 50, "rap-softmax": 5, "gem": 5, "gem-pub": 5}
 _ADAPTIVE_PER_ROUND = {"rap-softmax": 10, "gem": 10, "gem-pub": 10}
 _HISTOGRAM_FAMILIES = ("mwem", "pep")

@@ -15,8 +15,9 @@ steps were taken, one Adam step on the mean of c^2 over the cells with |c| >= ga
 half an exponential moving average (beta 0.5) of the max error at the start of each round (App.
 B.2). The optimiser (Adam) restarts each round, as the authors' code. The released generator is an
 exponential moving average of the parameters over the second half of the rounds (Alg. 2, App.
-B.2; beta is not given in the paper: ``ema``, default 0.9, one of the values the authors' code
-tries).
+B.2; beta is not given in the paper; the authors' code tries 0.5, 0.9 and 0.99). Both rules are
+options (``threshold=0.5``, ``ema=0.9``); the defaults train on every measured cell and release
+the last iterate, which measured better on CPU budgets (the class docstring has the numbers).
 
 GEM-Pub (Sec. 6): before the first round, the generator is trained on a public table's answers
 to the whole workload (``public``); then GEM runs as above from it. The public table is public:
@@ -134,8 +135,9 @@ class GEM:
 
     # ------------------------------------------------------------------ the family
     def init(self, domain, cliques, rounds, rng) -> dict:
-        if self.public is not None and tuple(self.public.domain.attrs) != tuple(domain.attrs) \
-                or self.public is not None and tuple(self.public.domain.shape) != tuple(domain.shape):
+        public = self.public
+        if public is not None and (tuple(public.domain.attrs), tuple(public.domain.shape)) != (
+                tuple(domain.attrs), tuple(domain.shape)):
             raise InvalidArgumentError("public data must be on the private data's domain (same "
                                        "columns and sizes)")
         net = _Network(domain.shape)

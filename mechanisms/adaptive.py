@@ -29,8 +29,8 @@ count and the first choice is uniform whatever the data (it spends its share and
 nothing; a fraction alpha^2 / ((alpha^2 + (1-alpha)^2) T) of the budget).
 
 Families. A family owns its representation of the synthetic distribution D_t and answers four
-calls: ``init(domain, cliques, rounds, rng)`` gives D_0, ``answer(state, domain, clique)`` the
-normalised marginal of D_t (flat, the domain's cell order), ``update(state, domain, targets,
+calls: ``init(domain, cliques, rounds, rng)`` gives D_0, ``answers(state, domain, cliques)`` the
+normalised marginals of D_t (flat, the domain's cell order), ``update(state, domain, targets,
 new, rng)`` gives D_t from every measurement so far, and ``output(state, domain, total)`` the
 released model. None of them reads data: everything they see is noisy and public. The
 explicit-histogram families here (MWEM, PEP) hold a probability vector over the whole domain, so
@@ -124,11 +124,9 @@ class HistogramFamily:
     def init(self, domain, cliques, rounds, rng) -> np.ndarray:
         return np.full(domain.shape, 1.0 / domain.size())
 
-    def answer(self, p, domain, clique) -> np.ndarray:
-        cache = getattr(self, "_cache", None)
-        if cache is None or cache[0] is not p:    # a new iterate: forget the old one's tables
-            cache = self._cache = (p, {})
-        return _lattice_marginal(p, domain, tuple(clique), cache[1]).ravel()
+    def answers(self, p, domain, cliques) -> list[np.ndarray]:
+        tables: dict = {}     # shared parents of the lattice, for this iterate only
+        return [_lattice_marginal(p, domain, tuple(c), tables).ravel() for c in cliques]
 
     def output(self, p, domain, total):
         return histogram_model(domain, p, total)
@@ -277,7 +275,7 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
     """
     timer = Timer()
     domain = curator.domain
-    if not all(callable(getattr(family, f, None)) for f in ("init", "answer", "update", "output")) \
+    if not all(callable(getattr(family, f, None)) for f in ("init", "answers", "update", "output")) \
             or not isinstance(getattr(family, "name", None), str):
         raise DpcoreTypeError(f"family must be an Adaptive Measurements family such as "
                               f"MWEMUpdate() or PEPUpdate(), got {type(family).__name__}")
@@ -312,16 +310,16 @@ def _loop(curator, family, work, cliques, rounds, per_round, epsilon, sigma, syn
     records: list[RoundRecord] = []
     total = None
     for t in range(rounds):
-        new, current = [], {}     # D_{t-1}'s answers, computed once a round as needed
+        new = []
+        # D_{t-1}'s answers, once a round: the round's k selections all compare against it
+        current = None if total is None else dict(zip(cliques, family.answers(state, domain,
+                                                                              cliques)))
         for _ in range(per_round):
             start = time.perf_counter()
             pool = [c for c in cliques if c not in new]
-            if total is None:
+            if current is None:
                 refs = [np.zeros(domain.size(c)) for c in pool]
             else:
-                for c in pool:
-                    if c not in current:
-                        current[c] = family.answer(state, domain, c)
                 refs = [total * current[c] for c in pool]
             before = curator.privacy_filter.spent
             chosen = pool[curator.select(pool, refs, epsilon)]

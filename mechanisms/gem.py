@@ -149,17 +149,16 @@ class GEM:
             widths += width
         z = rng.standard_normal((self.batch, self.latent)).astype(np.float32)
         state = {"net": net, "params": params, "z": z, "round": 0, "rounds": rounds,
-                 "error": None, "average": None, "tables": None}
+                 "error": None, "average": None}
         if self.public is not None:
             targets = [(self._axes(domain, c), self._public_marginal(domain, c))
                        for c in cliques]
             state["params"] = self._train(state, targets, self.pretrain_steps, 0.0)
         return state
 
-    def answer(self, state, domain, clique) -> np.ndarray:
-        if state.get("tables") is None:   # one forward pass per iterate, not per candidate
-            state["tables"] = state["net"].tables(state["params"], state["z"])
-        return mixture_marginal(state["tables"], self._axes(domain, clique)).ravel()
+    def answers(self, state, domain, cliques) -> list[np.ndarray]:
+        tables = state["net"].tables(state["params"], state["z"])
+        return [mixture_marginal(tables, self._axes(domain, c)).ravel() for c in cliques]
 
     def update(self, state, domain, targets, new, rng) -> dict:
         measured = [(self._axes(domain, c), t) for c, t in targets.items()]
@@ -167,8 +166,7 @@ class GEM:
         _, _, worst, _ = squared_loss(tables, measured)
         error = worst if state["error"] is None else 0.5 * state["error"] + 0.5 * worst
         params = self._train(state, measured, self.steps, self.threshold * error)
-        state = {**state, "params": params, "error": error, "round": state["round"] + 1,
-                 "tables": None}
+        state = {**state, "params": params, "error": error, "round": state["round"] + 1}
         if state["round"] > state["rounds"] // 2:          # EMA over the second half
             avg = state["average"]
             state["average"] = [p.copy() for p in params] if avg is None else [

@@ -49,17 +49,15 @@ class RAPSoftmax:
         if not (isinstance(tolerance, numbers.Real) and 0 <= float(tolerance) < 1):
             raise InvalidArgumentError(f"tolerance must be in [0, 1), got {tolerance!r}")
         self.learning_rate, self.tolerance = float(learning_rate), float(tolerance)
-        self._cached = None     # (logits, their tables): the iterate's tables for answer()
 
     def init(self, domain, cliques, rounds, rng) -> np.ndarray:
         # RAP starts from random relaxed rows; small logits keep D_0 near uniform
         return rng.normal(scale=0.1, size=(self.rows, int(sum(domain.shape))))
 
-    def answer(self, logits, domain, clique) -> np.ndarray:
-        axes = sorted(domain.attrs.index(a) for a in clique)
-        if self._cached is None or self._cached[0] is not logits:   # once per iterate
-            self._cached = (logits, softmax_tables(logits, domain.shape))
-        return mixture_marginal(self._cached[1], axes).ravel()
+    def answers(self, logits, domain, cliques) -> list[np.ndarray]:
+        tables = softmax_tables(logits, domain.shape)
+        return [mixture_marginal(tables, sorted(domain.attrs.index(a) for a in c)).ravel()
+                for c in cliques]
 
     def update(self, logits, domain, targets, new, rng) -> np.ndarray:
         logits = logits.copy()

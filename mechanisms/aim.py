@@ -110,6 +110,15 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     jt_sizes = JTSizes(model_domain, [bases[r] for r in candidates])
     for clique in fixed:
         jt_sizes.add(clique)
+    # The plan checked the first round on the data's columns; the model also holds the rule
+    # cliques and fits derived columns on their parents: check again before the first charge.
+    if zeros or derived:
+        if not first_round_pool(model_domain, [bases[r] for r in candidates], rho, T, alpha,
+                                max_model_size, fixed):
+            raise InvalidArgumentError(
+                f"max_model_size {max_model_size:g} MB is too small: AIM's first round would "
+                f"have no candidate (the 1-way model with the schema's rule cliques does not "
+                f"fit the round's share of it)")
     measurements: list[Measurement] = []
     records: list[RoundRecord] = []
 
@@ -236,14 +245,16 @@ class JTSizes:
 
 
 def first_round_pool(domain, candidates, rho: Fraction, rounds: int, alpha: Fraction,
-                     max_model_size: float) -> list:
+                     max_model_size: float, fixed=()) -> list:
     """The candidates AIM's first selection may choose from (JT-SIZE, line 13), computed from
     public quantities exactly as :func:`aim` computes them, before anything is spent.
 
     Every later round's pool contains the cliques already measured (their hypothetical size is
     the current size, which fitted the previous, smaller limit), so a non-empty first pool
     means no round runs out of candidates: what the plan step checks
-    (:func:`mechanisms.plan.plan_aim`).
+    (:func:`mechanisms.plan.plan_aim`), and :func:`aim` again before its first charge with
+    the model's own cliques (``fixed``: the structural zeros' attributes, held from the start;
+    candidates as the model attributes they are fit on).
     """
     sigma = gaussian_sigma(alpha * rho / rounds)
     oneway = [c for c in candidates if len(c) == 1]
@@ -254,7 +265,7 @@ def first_round_pool(domain, candidates, rho: Fraction, rounds: int, alpha: Frac
         sigma = gaussian_sigma(rho - spent - Fraction(_COST.rho(ExponentialEvent(epsilon, 1))))
     used_after = spent + _round_cost(epsilon, sigma)
     limit = float(used_after / rho) * max_model_size
-    tree = JunctionTree(domain, oneway)
+    tree = JunctionTree(domain, oneway + list(fixed))
     return [r for r, mb in zip(candidates, tree.hypothetical_sizes_mb(candidates)) if mb <= limit]
 
 

@@ -63,3 +63,32 @@ def test_never_a_candidate_means_no_bound_and_bad_level_is_an_error():
     assert math.isinf(out[("b",)].bound)
     with pytest.raises(InvalidArgumentError):
         confidence_bounds(domain, [("b",)], {("b",): 1.0}, [], [], {}, synthetic, 1.0)
+
+
+def test_rule_cliques_that_do_not_fit_the_first_round_are_refused_before_any_charge():
+    from fractions import Fraction
+
+    from dpcore import Curator
+    from dpcore.accounting import PrivacyFilter
+    from dpcore.inference.zeros import StructuralZero
+    from mechanisms.aim import aim, first_round_pool
+    from mechanisms.workload import downward_closure
+
+    domain = Domain(("a", "b", "c"), (60, 60, 2))
+    work = [("a", "c"), ("b", "c")]
+    rho, T = Fraction(1, 2), 48
+    candidates = downward_closure(work)
+    # a cap under which the plain first round has candidates but the a x b rule clique cannot
+    # fit: the run must refuse it before measuring anything
+    cap = next(c for c in np.geomspace(1e-4, 10, 400)
+               if first_round_pool(domain, candidates, rho, T, Fraction(9, 10), c)
+               and not first_round_pool(domain, candidates, rho, T, Fraction(9, 10), c,
+                                        fixed=[("a", "b")]))
+    mask = np.zeros((60, 60), dtype=bool)
+    mask[0, 1] = True
+    filt = PrivacyFilter(rho)
+    records = np.random.default_rng(0).integers(0, 2, (50, 3))
+    with pytest.raises(InvalidArgumentError, match="rule cliques"):
+        aim(Curator(Dataset(records, domain), filt, seed=0), work, max_model_size=float(cap),
+            rounds=T, zeros=[StructuralZero(("a", "b"), mask)])
+    assert filt.spent == 0

@@ -36,7 +36,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-from .product_mixture import Adam, ProductMixture, mixture_marginal, squared_loss
+from .product_mixture import (Adam, ProductMixture, mixture_marginal, positive_int,
+                              squared_loss)
 
 __all__ = ["GEM", "require_jax"]
 
@@ -51,10 +52,6 @@ def require_jax():
     return jax
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
 
 
 def _unit(name, value, low_open=True):
@@ -119,16 +116,16 @@ class GEM:
     def __init__(self, batch: int = 250, latent: int = 64, hidden=(128, 256),
                  steps: int = 30, learning_rate: float = 0.01, ema: float = 0.0,
                  threshold: float = 0.0, public=None, pretrain_steps: int = 300):
-        self.batch = _positive_int("batch", batch)
-        self.latent = _positive_int("latent", latent)
+        self.batch = positive_int("batch", batch)
+        self.latent = positive_int("latent", latent)
         if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
             raise InvalidArgumentError(f"hidden must be a sequence of layer widths, got {hidden!r}")
-        self.hidden = tuple(_positive_int("hidden width", h) for h in hidden)
-        self.steps = _positive_int("steps", steps)
+        self.hidden = tuple(positive_int("hidden width", h) for h in hidden)
+        self.steps = positive_int("steps", steps)
         self.learning_rate = _unit("learning_rate", learning_rate)
         self.ema = _unit("ema", ema, low_open=False)
         self.threshold = _unit("threshold", threshold, low_open=False)
-        self.pretrain_steps = _positive_int("pretrain_steps", pretrain_steps)
+        self.pretrain_steps = positive_int("pretrain_steps", pretrain_steps)
         self.public = public
         self.name = "gem-pub" if public is not None else "gem"
         require_jax()     # refuse before anything runs when the extra is missing

@@ -16,11 +16,21 @@ differentiation: RAP-softmax chains it through a softmax by hand, GEM through it
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-__all__ = ["Adam", "ProductMixture", "mixture_marginal", "softmax_tables", "squared_loss"]
+__all__ = ["Adam", "ProductMixture", "mixture_marginal", "positive_int", "softmax_tables",
+           "squared_loss"]
+
+
+def positive_int(name: str, value) -> int:
+    """``value`` as an int >= 1, or an error naming ``name`` (the families' settings)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
 
 
 def _order(tables, axes) -> list[int]:

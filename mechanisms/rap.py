@@ -22,15 +22,12 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-from .product_mixture import Adam, ProductMixture, mixture_marginal, softmax_tables, squared_loss
+from .product_mixture import (Adam, ProductMixture, mixture_marginal, positive_int,
+                              softmax_tables, squared_loss)
 
 __all__ = ["RAPSoftmax"]
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
 
 
 class RAPSoftmax:
@@ -42,8 +39,8 @@ class RAPSoftmax:
 
     def __init__(self, rows: int = 1000, steps: int = 30, learning_rate: float = 0.1,
                  tolerance: float = 1e-4):
-        self.rows = _positive_int("rows", rows)
-        self.steps = _positive_int("steps", steps)
+        self.rows = positive_int("rows", rows)
+        self.steps = positive_int("steps", steps)
         if not (isinstance(learning_rate, numbers.Real) and 0 < float(learning_rate) < 10):
             raise InvalidArgumentError(f"learning_rate must be in (0, 10), got {learning_rate!r}")
         if not (isinstance(tolerance, numbers.Real) and 0 <= float(tolerance) < 1):

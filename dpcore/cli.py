@@ -236,7 +236,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from dpcore.encoding import read_codes, write_table
+    from dpcore.encoding import read_codes
     from mechanisms.synthesizer import Synthesizer
 
     epsilon, delta = _budget(args)
@@ -313,10 +313,11 @@ def _synth(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    del codes   # the records are no longer needed: the output phase gets their memory
     try:
-        frame = synth.sample()  # the mechanism's own synthetic table, decoded
+        # the mechanism's own synthetic table, decoded and written chunk by chunk
         missing = schema.missing_values[0] if schema.missing_values else ""
-        write_table(frame, args.out, missing_token=missing, sep=args.delimiter)
+        rows = synth.write(args.out, missing_token=missing, sep=args.delimiter)
         outputs = {str(args.out): _file_sha256(args.out)}
         if args.result is not None:
             _atomic_json(args.result, _result_document(args, synth, data_path))
@@ -328,7 +329,7 @@ def _synth(args: argparse.Namespace) -> int:
     _save_salt(args.ledger, synth)
     elapsed = time.perf_counter() - started
     if not args.quiet:
-        _print_summary(args, synth, len(frame), elapsed)
+        _print_summary(args, synth, rows, elapsed)
     return EXIT_OK
 
 

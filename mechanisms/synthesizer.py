@@ -22,7 +22,7 @@ from __future__ import annotations
 import abc
 import os
 from fractions import Fraction
-from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,7 @@ import pandas as pd
 from dpcore.accounting import approx_dp_to_zcdp
 from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
                                 measured_schema, structural_zeros, unconstrained)
-from dpcore.encoding import decode_codes, encode_frame
+from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
 from dpcore.schema import Schema
@@ -432,6 +432,49 @@ class Synthesizer(abc.ABC):
         if self.schema_.encoded and not self.schema_.constraints:
             return pd.DataFrame(codes.astype(np.int64), columns=list(self.schema_.names))
         return decode_codes(codes, self.schema_, seed=seed if seed is not None else self.seed)
+
+    def sample_chunks(self, n: int | None = None, *, seed: int | None = None,
+                      chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+        """:meth:`sample` in DataFrames of at most ``chunk_rows`` rows, decoded one at a time:
+        their concatenation is what ``sample(n, seed=seed)`` returns, whatever the chunk size
+        (the codes are drawn as sample() draws them, compactly; decoding skips to each chunk's
+        own uniform draws, :func:`dpcore.encoding.decode_codes`). A synthesizer whose sample()
+        transforms whole tables (NIST-MST's reverse transform) yields it as one chunk."""
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) \
+                or chunk_rows < 1:
+            raise InvalidArgumentError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
+        if type(self).sample is not Synthesizer.sample:
+            yield self.sample(n, seed=seed)
+            return
+        if seed is None and n is not None:
+            seed = self._next_sample_seed()
+        codes = self.sample_codes(n, seed=seed)
+        assert self.schema_ is not None
+        plain = self.schema_.encoded and not self.schema_.constraints
+        decode_seed = seed if seed is not None else self.seed
+        for start in range(0, len(codes), int(chunk_rows)):
+            part = codes[start:start + int(chunk_rows)]
+            if plain:
+                yield pd.DataFrame(part.astype(np.int64), columns=list(self.schema_.names))
+            else:
+                yield decode_codes(part, self.schema_, seed=decode_seed, start=start,
+                                   total=len(codes))
+
+    def write(self, path: str | os.PathLike, n: int | None = None, *, seed: int | None = None,
+              sep: str = ",", missing_token: str | None = None,
+              chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
+        """Write :meth:`sample` to a CSV (or Parquet) file chunk by chunk and atomically
+        (a temporary file beside ``path``, renamed at the end): the bytes of
+        ``write_table(sample(n, seed=seed), path)`` without ever holding the decoded table.
+        ``missing_token`` defaults to the schema's first missing value. Returns the rows."""
+        from dpcore.encoding import write_table
+        schema = self.schema_
+        if schema is None:
+            self._fitted()
+        if missing_token is None:
+            missing_token = schema.missing_values[0] if schema.missing_values else ""
+        return write_table(self.sample_chunks(n, seed=seed, chunk_rows=chunk_rows), path,
+                           missing_token=missing_token, sep=sep)
 
     def confidence_bounds(self) -> pd.DataFrame:
         """AIM's per-marginal confidence bounds (AIM paper Sec. 5) as a DataFrame with columns

@@ -172,8 +172,7 @@ class Synthesizer(abc.ABC):
         ``keep_open=True`` leaves it open for the caller to close (with its outputs' hashes)
         through :meth:`close_run`. ``input_sha256``: the input file's hash (default: the
         codes'), committed to in the opening entry."""
-        from dpcore import Curator, Dataset
-        from dpcore.accounting import PrivacyFilter, approx_dp_to_zcdp
+        from dpcore import Dataset
 
         if self.result_ is not None:
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
@@ -181,11 +180,60 @@ class Synthesizer(abc.ABC):
         plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
         # the model omits derived columns (regenerated from their parents); the data the
         # curator holds keeps them only for a mechanism that measures them as coarsenings
-        measured = measured_schema(schema)
         data_schema = self._data_schema(schema)
         if data_schema is not schema:
             codes = codes[:, [schema.names.index(n) for n in data_schema.names]]
         dataset = Dataset(codes, data_schema.domain())
+        if input_sha256 is None:
+            input_sha256 = _codes_sha256(codes)
+        return self._fit_dataset(dataset, schema, plan, input_sha256, callback=callback,
+                                 keep_open=keep_open)
+
+    def fit_distributed(self, source: Any, schema: SchemaLike, *, client: Any = None,
+                        sep: str = ",", batch_bytes: int | None = None,
+                        callback: Callable[[RoundRecord], None] | None = None,
+                        rows: int | None = None, keep_open: bool = False) -> "Synthesizer":
+        """Run on data held by a Dask cluster (``pip install 'dpcore[dask]'``): ``source`` is
+        a glob, directory or list of CSV/Parquet files the workers can read, or a Dask
+        DataFrame of raw values. Workers encode and count; the driver receives count tables
+        only (:class:`dpcore.distributed.DistributedTable`). Every marginal the mechanism can
+        ask for (:meth:`batch_cliques`) is counted in one pass *before* the ledger is opened:
+        a failed count (bad data, a worker lost more often than the scheduler retries)
+        raises with no ledger entry and nothing spent. Marginals outside that batch (over
+        the size cap) are counted when asked for, after their charge; a failure there closes
+        the run as failed after the charges made so far, like any failed fit. For a fixed
+        seed the ledger's charges, the model and the synthetic rows are those of
+        :meth:`fit_codes` on the same records; the input commitment is to the files' SHA-256
+        (or the partitions' codes) rather than to one file's."""
+        from dpcore.distributed import DEFAULT_BATCH_BYTES, DistributedTable
+
+        if self.result_ is not None:
+            raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
+                                       "spent); create a new one")
+        schema = as_schema(schema)
+        plan = self.plan(schema, rows=rows)
+        data_schema = self._data_schema(schema)
+        table = DistributedTable(source, schema, measured=data_schema, client=client, sep=sep,
+                                 batch_bytes=DEFAULT_BATCH_BYTES if batch_bytes is None
+                                 else batch_bytes)
+        digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
+        return self._fit_dataset(table, schema, plan, digest, callback=callback,
+                                 keep_open=keep_open)
+
+    def batch_cliques(self, domain: Any, plan: Plan) -> list[tuple[str, ...]]:
+        """The marginals this mechanism can read, counted up front by the Dask engine: here
+        every 1-way and 2-way marginal (MST's selection reads all pairs)."""
+        import itertools
+        return [(a,) for a in domain.attrs] + list(itertools.combinations(domain.attrs, 2))
+
+    def _fit_dataset(self, dataset: Any, schema: Schema, plan: Plan, input_sha256: str, *,
+                     callback: Any, keep_open: bool) -> "Synthesizer":
+        """Open the run, let the mechanism loose on a curator over ``dataset``, close it."""
+        from dpcore import Curator
+        from dpcore.accounting import PrivacyFilter, approx_dp_to_zcdp
+
+        measured = measured_schema(schema)
+        data_schema = self._data_schema(schema)
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path)
@@ -193,7 +241,7 @@ class Synthesizer(abc.ABC):
             privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
                                                           ledger_path=self.ledger_path)
         try:
-            privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256,
+            privacy_filter.open_run(rho, self._run_info(schema, input_sha256,
                                                         data_schema.domain_dict()))
         except BaseException:
             privacy_filter.close()
@@ -225,8 +273,7 @@ class Synthesizer(abc.ABC):
             f.close()
             self._ledger = f.ledger
 
-    def _run_info(self, codes: np.ndarray, schema: Schema, input_sha256: str | None,
-                  domain: dict[str, int]) -> dict:
+    def _run_info(self, schema: Schema, input_sha256: str, domain: dict[str, int]) -> dict:
         """The opening entry: what runs, on which public schema and domain, and a hiding
         commitment to the input. A plain SHA-256 of sensitive records would let anyone holding
         a candidate table test membership; sha256(salt || sha256(input)) with a secret random
@@ -236,10 +283,6 @@ class Synthesizer(abc.ABC):
         import json
         import secrets
         from dpcore import __version__
-        if input_sha256 is None:
-            digest = hashlib.sha256(f"{codes.dtype.str}{codes.shape}".encode())
-            digest.update(np.ascontiguousarray(codes).tobytes())
-            input_sha256 = digest.hexdigest()
         salt = secrets.token_hex(32)
         self.input_salt_, self.input_sha256_ = salt, input_sha256
         schema_text = json.dumps(schema.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -509,6 +552,12 @@ class _WorkloadSynthesizer(Synthesizer):
         if self.max_model_size is not None:
             options["max_model_size"] = self.max_model_size
         return PLANNERS[self.name](domain, rho, rows=rows, seed=seed, **options)
+
+
+    def batch_cliques(self, domain: Any, plan: Plan) -> list[tuple[str, ...]]:
+        """The downward closure of the workload: AIM's and MWEM's candidates (AIM Sec. 4)."""
+        from .workload import downward_closure
+        return list(downward_closure([tuple(c) for c, _ in plan.options["workload"]]))
 
 
 class AIM(_WorkloadSynthesizer):
@@ -845,6 +894,13 @@ class GEMPub(GEMSynthesizer):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**super().__getstate__(), "_public": None}
+
+
+def _codes_sha256(codes: np.ndarray) -> str:
+    import hashlib
+    digest = hashlib.sha256(f"{codes.dtype.str}{codes.shape}".encode())
+    digest.update(np.ascontiguousarray(codes).tobytes())
+    return digest.hexdigest()
 
 
 def synthesizer_names() -> Sequence[str]:

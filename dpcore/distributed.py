@@ -80,7 +80,7 @@ def local_client(workers: int | None = None, *, processes: bool = True):
     from distributed import Client, LocalCluster
     workers = workers or os.cpu_count() or 1
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     return Client(cluster)
 
 

@@ -13,7 +13,9 @@ timers around the phases it goes through:
 
 Per phase: CPU seconds (``time.process_time``; the machine is shared, so wall time is not the
 fair measure), wall seconds, and the process's peak RSS so far (``ru_maxrss``) at the phase's
-end; for the whole child, CPU and peak RSS from ``os.wait4`` (what the OS saw). Not private:
+end; for the whole child, CPU and peak RSS from ``os.wait4`` (what the OS saw; with the Dask
+engine's LocalCluster, CPU includes the worker processes and the peak is the largest single
+process). Not private:
 it is a benchmark on public data. Run it alone (it is the heavy process).
 
     python bench/scale.py make --rows 100000 1000000 10000000 --dir /tmp/scale
@@ -67,6 +69,31 @@ def make(rows: int, directory: str, seed: int = 0) -> str:
     return path
 
 
+def parts_glob(directory: str, rows: int, parts: int) -> str:
+    return os.path.join(directory, f"adult-{rows}-in-{parts}", "part-*.csv")
+
+
+def make_parts(rows: int, directory: str, parts: int) -> str:
+    """The same N rows cut into ``parts`` files (the Dask engine's tasks), from the one file."""
+    pattern = parts_glob(directory, rows, parts)
+    folder = os.path.dirname(pattern)
+    if os.path.isdir(folder):
+        return pattern
+    source = make(rows, directory)
+    tmp = folder + ".tmp"
+    os.makedirs(tmp, exist_ok=True)
+    per = -(-rows // parts)
+    with open(source, encoding="utf-8") as fh:
+        header = fh.readline()
+        for k in range(parts):
+            with open(os.path.join(tmp, f"part-{k:04d}.csv"), "w", encoding="utf-8") as out:
+                out.write(header)
+                for _, line in zip(range(per), fh):
+                    out.write(line)
+    os.replace(tmp, folder)
+    return pattern
+
+
 # ------------------------------------------------------------------------ child side
 _PHASES: list[dict] = []
 
@@ -91,9 +118,11 @@ def child(argv: list[str], phases_out: str) -> int:
     from mechanisms.synthesizer import Synthesizer
     # the streaming writer samples and decodes inside write_table: one "output" phase then
     targets = [(encoding, "read_codes", "read"), (encoding, "write_table", "output"),
-               (Synthesizer, "fit_codes", "mechanism"), (Synthesizer, "sample", "output")]
+               (Synthesizer, "fit_codes", "mechanism"), (Synthesizer, "sample", "output"),
+               (Synthesizer, "fit_distributed", "mechanism")]
     for owner, name, phase in targets:
-        setattr(owner, name, _timed(phase, getattr(owner, name)))
+        if hasattr(owner, name):
+            setattr(owner, name, _timed(phase, getattr(owner, name)))
     from dpcore.cli import main
     code = main(argv)
     with open(phases_out, "w") as fh:
@@ -102,11 +131,15 @@ def child(argv: list[str], phases_out: str) -> int:
 
 
 # ------------------------------------------------------------------------ parent side
-def run_one(rows: int, mechanism: str, directory: str, label: str, extra: list[str]) -> dict:
+def run_one(rows: int, mechanism: str, directory: str, label: str, extra: list[str],
+            parts: int = 10) -> dict:
     with tempfile.TemporaryDirectory(dir=directory) as work:
         out, ledger, phases = (os.path.join(work, n) for n in ("synth.csv", "ledger.json",
                                                                "phases.json"))
-        argv = ["synth", "--data", data_path(directory, rows), "--schema", SCHEMA,
+        data = data_path(directory, rows)
+        if "dask" in extra:       # the Dask engine reads the same rows from `parts` files
+            data = make_parts(rows, directory, parts)
+        argv = ["synth", "--data", data, "--schema", SCHEMA,
                 "--mechanism", mechanism, "--epsilon", "1", "--delta", "1e-9", "--seed", "0",
                 "--out", out, "--ledger", ledger, "--quiet", *extra]
         cmd = [sys.executable, os.path.abspath(__file__), "child", phases, "--", *argv]
@@ -177,7 +210,9 @@ def main(argv=None) -> int:
     r.add_argument("--rows", type=int, nargs="+", required=True)
     r.add_argument("--mechanism", nargs="+", default=["mst", "aim"])
     r.add_argument("--dir", required=True)
-    r.add_argument("--extra", default="", help="more synth options, one string")
+    r.add_argument("--extra", default="", help="more synth options, one string "
+                   "(\"--engine dask\": the data is cut into --parts files)")
+    r.add_argument("--parts", type=int, default=10)
     sub.add_parser("report")
     args = p.parse_args(argv)
     if args.cmd == "make":
@@ -187,7 +222,7 @@ def main(argv=None) -> int:
         for n in args.rows:
             make(n, args.dir)
             for mech in args.mechanism:
-                rec = run_one(n, mech, args.dir, args.label, args.extra.split())
+                rec = run_one(n, mech, args.dir, args.label, args.extra.split(), args.parts)
                 print(json.dumps(rec), flush=True)
     else:
         print(report())

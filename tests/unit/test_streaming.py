@@ -150,3 +150,31 @@ def test_cli_output_and_ledger_equal_the_in_memory_fit(tmp_path):
     mem = synth.ledger.charges
     assert len(cli) == len(mem) > 0
     assert [(e.event, e.rho, e.what) for e in cli] == [(e.event, e.rho, e.what) for e in mem]
+
+
+@pytest.mark.parametrize("frame", [
+    pd.DataFrame({"a": ["x", None, "y z", ""], "b": np.array([1, -2, 30, 4], dtype=np.int64)}),
+    pd.DataFrame({"a": ["x", "y"], "b": ["1", np.nan]}),
+    pd.DataFrame({"a": ["x,y", "q"], "b": [1, 2]}),                 # needs quoting: pandas
+    pd.DataFrame({"a": ['say "hi"', "q"], "b": [1, 2]}),
+    pd.DataFrame({"a": ["x", "y"], "b": [0.1, 2.5]}),               # floats: pandas
+    pd.DataFrame({"a": ["x", "y"], "b": pd.array([1, None], dtype="Int64")}),
+    pd.DataFrame({"a": [True, False], "b": [1, 2]}),
+    pd.DataFrame({"only": ["x", ""]}),
+    pd.DataFrame({"a": pd.Series([], dtype=object), "b": pd.Series([], dtype=np.int64)}),
+])
+def test_the_fast_csv_text_is_pandas_text(tmp_path, frame):
+    for header in (True, False):
+        text = encoding._plain_csv(frame, "NA", ",", header=header)
+        if text is not None:
+            assert text == frame.to_csv(None, index=False, header=header, na_rep="NA")
+    write_table([frame, frame], tmp_path / "t.csv", missing_token="NA")
+    assert (tmp_path / "t.csv").read_text() == frame.to_csv(None, index=False, na_rep="NA") + \
+        frame.to_csv(None, index=False, header=False, na_rep="NA")
+
+
+def test_the_fast_csv_path_takes_decoded_adult():
+    df, schema = adult()
+    frame = decode_codes(encode_frame(df.iloc[:2000], schema), schema, seed=0)
+    text = encoding._plain_csv(frame, "?", ",", header=True)
+    assert text is not None and text == frame.to_csv(None, index=False, na_rep="?")

@@ -613,6 +613,9 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
     return pd.DataFrame(data)
 
 
+_TEXT_ROWS = 100_000
+
+
 def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: bool
                ) -> str | None:
     """``frame.to_csv(index=False, na_rep=missing_token, sep=sep)``'s text, 2.6x faster, for
@@ -672,12 +675,17 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
         else:
             with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 for k, part in enumerate(frames):
-                    text = _plain_csv(part, missing_token, sep, header=k == 0)
-                    if text is None:
-                        part.to_csv(fh, index=False, header=k == 0, na_rep=missing_token,
-                                    sep=sep)
-                    else:
-                        fh.write(text)
+                    # slices of _TEXT_ROWS: the fast path's strings are a few times the
+                    # frame's size, so they are built (and freed) a slice at a time
+                    for start in range(0, max(len(part), 1), _TEXT_ROWS):
+                        piece = part.iloc[start:start + _TEXT_ROWS]
+                        header = k == 0 and start == 0
+                        text = _plain_csv(piece, missing_token, sep, header=header)
+                        if text is None:
+                            piece.to_csv(fh, index=False, header=header,
+                                         na_rep=missing_token, sep=sep)
+                        else:
+                            fh.write(text)
                     rows += len(part)
         os.replace(tmp, target)
     except BaseException:

@@ -163,7 +163,8 @@ def test_cli_output_and_ledger_equal_the_in_memory_fit(tmp_path):
     pd.DataFrame({"only": ["x", ""]}),
     pd.DataFrame({"a": pd.Series([], dtype=object), "b": pd.Series([], dtype=np.int64)}),
 ])
-def test_the_fast_csv_text_is_pandas_text(tmp_path, frame):
+def test_the_fast_csv_text_is_pandas_text(tmp_path, monkeypatch, frame):
+    monkeypatch.setattr(encoding, "_TEXT_ROWS", 3)       # a 4-row frame is written in 2 slices
     for header in (True, False):
         text = encoding._plain_csv(frame, "NA", ",", header=header)
         if text is not None:

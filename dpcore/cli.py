@@ -354,8 +354,8 @@ def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: An
             raise CliError(f"{label} {str(path)!r} is one of the --data files; refusing to "
                            f"overwrite it")
     if args.scheduler is not None:
-        from dpcore.distributed import _dask
-        _dask()
+        from dpcore.distributed import require_dask
+        require_dask()
         from distributed import Client
         client = Client(args.scheduler)
     else:

@@ -34,7 +34,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-__all__ = ["ClusterError", "DistributedTable", "DEFAULT_BATCH_BYTES", "expand_paths", "local_client"]
+__all__ = ["ClusterError", "DistributedTable", "DEFAULT_BATCH_BYTES", "expand_paths", "local_client",
+           "require_dask"]
 
 #: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
 #: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
@@ -46,7 +47,8 @@ class ClusterError(InvalidArgumentError):
     """A pass over the data failed on the cluster (not in the data): nothing was counted."""
 
 
-def _dask():
+def require_dask():
+    """The dask module, or an InvalidArgumentError saying how to install the extra."""
     try:
         import dask
         import distributed  # noqa: F401  (the engine needs the distributed scheduler)
@@ -76,7 +78,7 @@ def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> lis
 def local_client(workers: int | None = None, *, processes: bool = True):
     """A ``distributed.Client`` on a new ``LocalCluster`` sized to the machine (one
     single-threaded worker per core), for runs without a scheduler address."""
-    _dask()
+    require_dask()
     from distributed import Client, LocalCluster
     workers = workers or os.cpu_count() or 1
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
@@ -136,7 +138,7 @@ class DistributedTable:
 
     def __init__(self, source: Any, schema: Any, *, measured: Any = None, client: Any = None,
                  sep: str = ",", batch_bytes: int = DEFAULT_BATCH_BYTES) -> None:
-        self._dask = _dask()
+        self._dask = require_dask()
         self._schema = schema
         measured = measured or schema
         self._domain = measured.domain()

@@ -29,6 +29,7 @@ MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "mwem-expl
               "rap-softmax", "gem", "gem-pub")
 # Mechanisms that read a public table (--public).
 PUBLIC_MECHANISMS = ("nist-mst", "gem-pub")
+DASK_MECHANISMS = ("aim", "mst", "mwem", "independent")   # their reads are marginals
 RESULT_FORMAT = "dpcore-result"
 
 
@@ -236,7 +237,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from dpcore.encoding import read_codes, write_table
+    from dpcore.encoding import read_codes
     from mechanisms.synthesizer import Synthesizer
 
     epsilon, delta = _budget(args)
@@ -262,6 +263,10 @@ def _synth(args: argparse.Namespace) -> int:
     _probe_writable(args.result, "--result", force=args.force)
     _check_output_format(args.out)
     data_path, schema = _data_and_schema(args)
+    if args.engine == "dask" and args.mechanism not in DASK_MECHANISMS:
+        raise CliError(f"--engine dask runs {', '.join(DASK_MECHANISMS)}, not {args.mechanism}")
+    if args.scheduler is not None and args.engine != "dask":
+        raise CliError("--scheduler applies to --engine dask")
     options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
                                "continue_ledger": args.continue_ledger, "noise": args.noise}
     if args.mechanism in ("aim", "mwem"):
@@ -296,6 +301,8 @@ def _synth(args: argparse.Namespace) -> int:
         transform = synth.prepare(schema)      # from the public data only; reads no records
         codes = _read_transformed(data_path, transform, args.delimiter)
         schema = transform.schema
+    elif args.engine == "dask":
+        codes = None   # the workers read the records; this process sees count tables only
     else:
         codes = read_codes(data_path, schema, sep=args.delimiter, debug=args.debug)
     from dpcore.accounting import approx_dp_to_zcdp
@@ -308,15 +315,19 @@ def _synth(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"round {record.index + 1} {'x'.join(record.clique)}")
 
     try:
-        synth.fit_codes(codes, schema, callback=on_round, rows=args.rows, keep_open=True,
-                        input_sha256=_file_sha256(data_path))
+        if args.engine == "dask":
+            _fit_on_cluster(args, synth, data_path, schema, on_round)
+        else:
+            synth.fit_codes(codes, schema, callback=on_round, rows=args.rows, keep_open=True,
+                            input_sha256=_file_sha256(data_path))
     finally:
         if bar is not None:
             bar.close()
+    codes = None   # the records are no longer needed: the output phase gets their memory
     try:
-        frame = synth.sample()  # the mechanism's own synthetic table, decoded
+        # the mechanism's own synthetic table, decoded and written chunk by chunk
         missing = schema.missing_values[0] if schema.missing_values else ""
-        write_table(frame, args.out, missing_token=missing, sep=args.delimiter)
+        rows = synth.write(args.out, missing_token=missing, sep=args.delimiter)
         outputs = {str(args.out): _file_sha256(args.out)}
         if args.result is not None:
             _atomic_json(args.result, _result_document(args, synth, data_path))
@@ -328,8 +339,35 @@ def _synth(args: argparse.Namespace) -> int:
     _save_salt(args.ledger, synth)
     elapsed = time.perf_counter() - started
     if not args.quiet:
-        _print_summary(args, synth, len(frame), elapsed)
+        _print_summary(args, synth, rows, elapsed)
     return EXIT_OK
+
+
+def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: Any,
+                    on_round: Any) -> None:
+    """Fit with the Dask engine: on the cluster at --scheduler, else on a LocalCluster sized
+    to this machine, closed afterwards."""
+    from dpcore.distributed import expand_paths, local_client
+    files = expand_paths(str(data))  # no matching file: an input error before anything starts
+    for label, path in (("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)):
+        if path is not None and any(_same_file(path, f) for f in files):
+            raise CliError(f"{label} {str(path)!r} is one of the --data files; refusing to "
+                           f"overwrite it")
+    if args.scheduler is not None:
+        from dpcore.distributed import require_dask
+        require_dask()
+        from distributed import Client
+        client = Client(args.scheduler)
+    else:
+        client = local_client()
+    try:
+        synth.fit_distributed(str(data), schema, client=client, sep=args.delimiter,
+                              callback=on_round, rows=args.rows, keep_open=True)
+    finally:
+        cluster = getattr(client, "cluster", None)
+        client.close()
+        if cluster is not None and args.scheduler is None:
+            cluster.close()
 
 
 def _read_public(path: str, sep: str) -> Any:
@@ -698,6 +736,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rounds", type=int, help="rounds: AIM's T (default 16 x columns) or MWEM's "
                    "count (default 10)")
     s.add_argument("--delimiter", default=",", help="CSV delimiter")
+    s.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                   help="memory: read --data here (default); dask: --data is a glob or "
+                        "directory of CSV/Parquet files that Dask workers read and count "
+                        "(aim, mst, mwem, independent; pip install 'dpcore[dask]')")
+    s.add_argument("--scheduler", help="with --engine dask: the address of a running Dask "
+                   "scheduler (default: a LocalCluster sized to this machine)")
     s.add_argument("--out", required=True, help="synthetic CSV to write")
     s.add_argument("--ledger", required=True,
                    help="ledger to write (must not exist, unless --continue)")

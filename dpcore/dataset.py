@@ -125,11 +125,12 @@ class Dataset:
         """Reads integer codes from a CSV whose header holds exactly the domain's columns
         (in any order; missing, repeated or unexpected columns are named in the error). The
         strict reader of :func:`dpcore.encoding.read_codes`: a ragged row or a trailing
-        delimiter is an error naming the row, never a silent shift of the columns."""
+        delimiter is an error naming the row, never a silent shift of the columns. The codes
+        keep the reader's smallest unsigned dtype (1 byte a cell for sizes up to 256)."""
         from dpcore.encoding import read_codes
         from dpcore.schema import Schema
         schema = Schema.from_dict(domain.to_dict())
-        return cls(read_codes(os.fspath(path), schema).astype(np.int64, copy=False), domain)
+        return cls(read_codes(os.fspath(path), schema), domain)
 
     def to_csv(self, path) -> None:
         """Writes the codes with a header, atomically (temp file + rename). Weights are not

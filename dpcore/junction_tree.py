@@ -20,6 +20,28 @@ from dpcore.factor import Factor
 __all__ = ["JunctionTree", "CalibratedTree"]
 
 _MB = 2.0**20
+#: Rows are drawn in blocks of this many (a public constant): memory stays one block of int64
+#: codes plus the compact result, whatever ``n`` is. Block 0 uses the seed as given, so a
+#: sample of at most SAMPLE_BLOCK rows is the one a single call always drew; block i >= 1
+#: uses ``block_seed(seed, i)``. The result depends on (seed, n) only.
+SAMPLE_BLOCK = 1 << 20
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The seed of sampling block ``block``: the seed itself for block 0, else a 64-bit
+    integer from ``numpy.random.SeedSequence([seed, block])`` (independent streams)."""
+    if block == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(block)]).generate_state(1, np.uint64)[0])
+
+
+def code_dtype(shape: Sequence[int]) -> np.dtype:
+    """The smallest unsigned dtype holding codes ``0 .. size-1`` of every attribute."""
+    top = max(shape, default=1)
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max + 1:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
 _BYTES_PER_CELL = 8
 
 
@@ -164,12 +186,14 @@ class CalibratedTree:
                 for a, v in zip(attrs_list, self._core.project_many(ids))]
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
-        """``n`` records (n x d int64 codes, domain order) drawn from the model.
+        """``n`` records (n x d codes in the smallest unsigned dtype that holds them,
+        :func:`code_dtype`; domain order) drawn from the model.
 
         ``method="round"``: randomized rounding along the tree (NIST-MST Alg. 7-8), so every
-        clique marginal of the records is within rounding of ``n`` times the model's;
-        ``"sample"``: independent ancestral draws. A given ``seed`` (0 <= seed < 2**64) gives
-        the same records on every run; None draws a seed from the OS.
+        clique marginal of the records is within rounding of ``n`` times the model's (per
+        block of :data:`SAMPLE_BLOCK` rows: within one rounding per block); ``"sample"``:
+        independent ancestral draws. A given ``seed`` (0 <= seed < 2**64) gives the same
+        records on every run; None draws a seed from the OS.
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise DpcoreTypeError(f"n must be an integer, got {type(n).__name__}")
@@ -183,4 +207,12 @@ class CalibratedTree:
             raise DpcoreTypeError(f"seed must be an integer or None, got {type(seed).__name__}")
         if not 0 <= seed < 2**64:
             raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
-        return self._core.sample(int(n), method, int(seed))
+        n, seed = int(n), int(seed)
+        dtype = code_dtype(self.tree.domain.shape)
+        if n <= SAMPLE_BLOCK:
+            return self._core.sample(n, method, seed).astype(dtype)
+        out = np.empty((n, len(self.tree.domain)), dtype=dtype)
+        for block, start in enumerate(range(0, n, SAMPLE_BLOCK)):
+            rows = min(SAMPLE_BLOCK, n - start)
+            out[start:start + rows] = self._core.sample(rows, method, block_seed(seed, block))
+        return out

@@ -344,9 +344,11 @@ def decompress(synthetic, domain, mapping, seed):
     """Reverse Alg. 4: kept codes map back; ∅ is spread uniformly over the values it merged."""
     from dpcore.accounting.noise import make_rng
     from dpcore.dataset import Dataset
+    from dpcore.junction_tree import code_dtype
 
     rng = make_rng(None if seed is None else int(seed) + 1)
-    records = np.array(synthetic.records, dtype=np.int64, copy=True)
+    # the full domain's compact dtype (its sizes bound the compressed ones): no int64 copy
+    records = np.array(synthetic.records, dtype=code_dtype(domain.shape), copy=True)
     for attr, codes in mapping.items():
         col = domain.attrs.index(attr)
         other_code = int(codes.max())           # _compression puts ∅ last

@@ -22,7 +22,7 @@ from __future__ import annotations
 import abc
 import os
 from fractions import Fraction
-from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,7 @@ import pandas as pd
 from dpcore.accounting import approx_dp_to_zcdp
 from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
                                 measured_schema, structural_zeros, unconstrained)
-from dpcore.encoding import decode_codes, encode_frame
+from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, encode_frame
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
 from dpcore.schema import Schema
@@ -172,8 +172,7 @@ class Synthesizer(abc.ABC):
         ``keep_open=True`` leaves it open for the caller to close (with its outputs' hashes)
         through :meth:`close_run`. ``input_sha256``: the input file's hash (default: the
         codes'), committed to in the opening entry."""
-        from dpcore import Curator, Dataset
-        from dpcore.accounting import PrivacyFilter, approx_dp_to_zcdp
+        from dpcore import Dataset
 
         if self.result_ is not None:
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
@@ -181,11 +180,60 @@ class Synthesizer(abc.ABC):
         plan = self.plan(schema, rows=rows)  # before the filter: a refused plan spends nothing
         # the model omits derived columns (regenerated from their parents); the data the
         # curator holds keeps them only for a mechanism that measures them as coarsenings
-        measured = measured_schema(schema)
         data_schema = self._data_schema(schema)
         if data_schema is not schema:
             codes = codes[:, [schema.names.index(n) for n in data_schema.names]]
         dataset = Dataset(codes, data_schema.domain())
+        if input_sha256 is None:
+            input_sha256 = _codes_sha256(codes)
+        return self._fit_dataset(dataset, schema, plan, input_sha256, callback=callback,
+                                 keep_open=keep_open)
+
+    def fit_distributed(self, source: Any, schema: SchemaLike, *, client: Any = None,
+                        sep: str = ",", batch_bytes: int | None = None,
+                        callback: Callable[[RoundRecord], None] | None = None,
+                        rows: int | None = None, keep_open: bool = False) -> "Synthesizer":
+        """Run on data held by a Dask cluster (``pip install 'dpcore[dask]'``): ``source`` is
+        a glob, directory or list of CSV/Parquet files the workers can read, or a Dask
+        DataFrame of raw values. Workers encode and count; the driver receives count tables
+        only (:class:`dpcore.distributed.DistributedTable`). Every marginal the mechanism can
+        ask for (:meth:`batch_cliques`) is counted in one pass *before* the ledger is opened:
+        a failed count (bad data, a worker lost more often than the scheduler retries)
+        raises with no ledger entry and nothing spent. Marginals outside that batch (over
+        the size cap) are counted when asked for, after their charge; a failure there closes
+        the run as failed after the charges made so far, like any failed fit. For a fixed
+        seed the ledger's charges, the model and the synthetic rows are those of
+        :meth:`fit_codes` on the same records; the input commitment is to the files' SHA-256
+        (or the partitions' codes) rather than to one file's."""
+        from dpcore.distributed import DEFAULT_BATCH_BYTES, DistributedTable
+
+        if self.result_ is not None:
+            raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
+                                       "spent); create a new one")
+        schema = as_schema(schema)
+        plan = self.plan(schema, rows=rows)
+        data_schema = self._data_schema(schema)
+        table = DistributedTable(source, schema, measured=data_schema, client=client, sep=sep,
+                                 batch_bytes=DEFAULT_BATCH_BYTES if batch_bytes is None
+                                 else batch_bytes)
+        digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
+        return self._fit_dataset(table, schema, plan, digest, callback=callback,
+                                 keep_open=keep_open)
+
+    def batch_cliques(self, domain: Any, plan: Plan) -> list[tuple[str, ...]]:
+        """The marginals this mechanism can read, counted up front by the Dask engine: here
+        every 1-way and 2-way marginal (MST's selection reads all pairs)."""
+        import itertools
+        return [(a,) for a in domain.attrs] + list(itertools.combinations(domain.attrs, 2))
+
+    def _fit_dataset(self, dataset: Any, schema: Schema, plan: Plan, input_sha256: str, *,
+                     callback: Any, keep_open: bool) -> "Synthesizer":
+        """Open the run, let the mechanism loose on a curator over ``dataset``, close it."""
+        from dpcore import Curator
+        from dpcore.accounting import PrivacyFilter, approx_dp_to_zcdp
+
+        measured = measured_schema(schema)
+        data_schema = self._data_schema(schema)
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path)
@@ -193,7 +241,7 @@ class Synthesizer(abc.ABC):
             privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
                                                           ledger_path=self.ledger_path)
         try:
-            privacy_filter.open_run(rho, self._run_info(codes, schema, input_sha256,
+            privacy_filter.open_run(rho, self._run_info(schema, input_sha256,
                                                         data_schema.domain_dict()))
         except BaseException:
             privacy_filter.close()
@@ -225,8 +273,7 @@ class Synthesizer(abc.ABC):
             f.close()
             self._ledger = f.ledger
 
-    def _run_info(self, codes: np.ndarray, schema: Schema, input_sha256: str | None,
-                  domain: dict[str, int]) -> dict:
+    def _run_info(self, schema: Schema, input_sha256: str, domain: dict[str, int]) -> dict:
         """The opening entry: what runs, on which public schema and domain, and a hiding
         commitment to the input. A plain SHA-256 of sensitive records would let anyone holding
         a candidate table test membership; sha256(salt || sha256(input)) with a secret random
@@ -236,10 +283,6 @@ class Synthesizer(abc.ABC):
         import json
         import secrets
         from dpcore import __version__
-        if input_sha256 is None:
-            digest = hashlib.sha256(f"{codes.dtype.str}{codes.shape}".encode())
-            digest.update(np.ascontiguousarray(codes).tobytes())
-            input_sha256 = digest.hexdigest()
         salt = secrets.token_hex(32)
         self.input_salt_, self.input_sha256_ = salt, input_sha256
         schema_text = json.dumps(schema.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -433,6 +476,49 @@ class Synthesizer(abc.ABC):
             return pd.DataFrame(codes.astype(np.int64), columns=list(self.schema_.names))
         return decode_codes(codes, self.schema_, seed=seed if seed is not None else self.seed)
 
+    def sample_chunks(self, n: int | None = None, *, seed: int | None = None,
+                      chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+        """:meth:`sample` in DataFrames of at most ``chunk_rows`` rows, decoded one at a time:
+        their concatenation is what ``sample(n, seed=seed)`` returns, whatever the chunk size
+        (the codes are drawn as sample() draws them, compactly; decoding skips to each chunk's
+        own uniform draws, :func:`dpcore.encoding.decode_codes`). A synthesizer whose sample()
+        transforms whole tables (NIST-MST's reverse transform) yields it as one chunk."""
+        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) \
+                or chunk_rows < 1:
+            raise InvalidArgumentError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
+        if type(self).sample is not Synthesizer.sample:
+            yield self.sample(n, seed=seed)
+            return
+        if seed is None and n is not None:
+            seed = self._next_sample_seed()
+        codes = self.sample_codes(n, seed=seed)
+        assert self.schema_ is not None
+        plain = self.schema_.encoded and not self.schema_.constraints
+        decode_seed = seed if seed is not None else self.seed
+        for start in range(0, len(codes), int(chunk_rows)):
+            part = codes[start:start + int(chunk_rows)]
+            if plain:
+                yield pd.DataFrame(part.astype(np.int64), columns=list(self.schema_.names))
+            else:
+                yield decode_codes(part, self.schema_, seed=decode_seed, start=start,
+                                   total=len(codes))
+
+    def write(self, path: str | os.PathLike, n: int | None = None, *, seed: int | None = None,
+              sep: str = ",", missing_token: str | None = None,
+              chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
+        """Write :meth:`sample` to a CSV (or Parquet) file chunk by chunk and atomically
+        (a temporary file beside ``path``, renamed at the end): the bytes of
+        ``write_table(sample(n, seed=seed), path)`` without ever holding the decoded table.
+        ``missing_token`` defaults to the schema's first missing value. Returns the rows."""
+        from dpcore.encoding import write_table
+        schema = self.schema_
+        if schema is None:
+            self._fitted()
+        if missing_token is None:
+            missing_token = schema.missing_values[0] if schema.missing_values else ""
+        return write_table(self.sample_chunks(n, seed=seed, chunk_rows=chunk_rows), path,
+                           missing_token=missing_token, sep=sep)
+
     def confidence_bounds(self) -> pd.DataFrame:
         """AIM's per-marginal confidence bounds (AIM paper Sec. 5) as a DataFrame with columns
         attrs, bound (L1 error in counts), level, supported; other mechanisms have none."""
@@ -466,6 +552,12 @@ class _WorkloadSynthesizer(Synthesizer):
         if self.max_model_size is not None:
             options["max_model_size"] = self.max_model_size
         return PLANNERS[self.name](domain, rho, rows=rows, seed=seed, **options)
+
+
+    def batch_cliques(self, domain: Any, plan: Plan) -> list[tuple[str, ...]]:
+        """The downward closure of the workload: AIM's and MWEM's candidates (AIM Sec. 4)."""
+        from .workload import downward_closure
+        return list(downward_closure([tuple(c) for c, _ in plan.options["workload"]]))
 
 
 class AIM(_WorkloadSynthesizer):
@@ -802,6 +894,13 @@ class GEMPub(GEMSynthesizer):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**super().__getstate__(), "_public": None}
+
+
+def _codes_sha256(codes: np.ndarray) -> str:
+    import hashlib
+    digest = hashlib.sha256(f"{codes.dtype.str}{codes.shape}".encode())
+    digest.update(np.ascontiguousarray(codes).tobytes())
+    return digest.hexdigest()
 
 
 def synthesizer_names() -> Sequence[str]:

@@ -75,7 +75,7 @@ def test_sampling_is_reproducible_and_in_range():
     cal = tree.calibrate(pots)
     for method in ("round", "sample"):
         a = cal.sample(1000, method=method, seed=7)
-        assert a.shape == (1000, 4) and a.dtype == np.int64
+        assert a.shape == (1000, 4) and a.dtype == np.uint8   # the compact code dtype
         assert np.array_equal(a, cal.sample(1000, method=method, seed=7))
         assert not np.array_equal(a, cal.sample(1000, method=method, seed=8))
         assert (a >= 0).all() and (a < np.array(CYCLE.shape)).all()
@@ -86,6 +86,28 @@ def test_sampling_is_reproducible_and_in_range():
     counts = np.zeros(CYCLE.project(tree.cliques[0]).shape)
     np.add.at(counts, tuple(records[:, root].T), 1)
     assert np.abs(counts - 500 * cal.beliefs[0].values).max() < 1
+
+
+def test_sampling_in_blocks_is_deterministic_and_matches_the_per_block_draws(monkeypatch):
+    """Past SAMPLE_BLOCK rows, block i is drawn with block_seed(seed, i): block 0 is the
+    single-call draw, the others are the draws of their own seeds (so (seed, n) fixes the
+    records, and a table of at most one block is the one a single call always gave)."""
+    import dpcore.junction_tree as jt
+    rng = np.random.default_rng(0)
+    tree = JunctionTree(CYCLE, CYCLE_CLIQUES)
+    cal = tree.calibrate([Factor(CYCLE.project(c), rng.standard_normal(CYCLE.project(c).shape))
+                          for c in CYCLE_CLIQUES])
+    monkeypatch.setattr(jt, "SAMPLE_BLOCK", 100)
+    for method in ("round", "sample"):
+        blocks = cal.sample(250, method=method, seed=11)
+        assert np.array_equal(blocks, cal.sample(250, method=method, seed=11))
+        monkeypatch.setattr(jt, "SAMPLE_BLOCK", 1000)
+        parts = [cal.sample(k, method=method, seed=jt.block_seed(11, i))
+                 for i, k in enumerate((100, 100, 50))]
+        monkeypatch.setattr(jt, "SAMPLE_BLOCK", 100)
+        assert np.array_equal(blocks, np.concatenate(parts))
+        assert np.array_equal(parts[0], cal.sample(100, method=method, seed=11))
+    assert jt.block_seed(11, 0) == 11 and len({jt.block_seed(11, i) for i in range(50)}) == 50
 
 
 def test_sampling_pins_down_a_known_answer():

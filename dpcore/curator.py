@@ -26,6 +26,7 @@ import numpy as np
 
 from dpcore.accounting import ExponentialEvent, GaussianEvent, ZCDPEvent
 from dpcore.accounting._numbers import round_cost_down
+from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import (
     discrete_gaussian_noise,
     exact_exponential_mechanism,
@@ -214,7 +215,7 @@ class Curator:
     def select_query(self, cliques, queries, epsilon, *, offsets=None) -> int:
         """Exponential mechanism over single counting queries (FEM's query player, Vietri et
         al. 2020 Alg. 1): index of one row of ``queries``, Pr[i] ∝ exp(ε q_i / 2), sampled
-        exactly (``dpcore.accounting.noise.exact_exponential_mechanism``).
+        exactly.
 
         ``queries`` is an integer array of rows (j, y, s): marginal ``cliques[j]``, flat cell y
         (the domain's cell order), sign s = +1 (the cell's predicate) or -1 (its negation).
@@ -222,6 +223,8 @@ class Curator:
         q_i = s (c − c̄) − offset_i, public ``offsets`` (default 0) rounded to 1/SCORE_GRID.
         FEM puts offset_i = s n̂ (2 p̂_i − 1) (p̂_i the synthetic answer, n̂ a public count), so
         q_i = 2 (count error of the query or its negation) + a shift common to all i.
+        Sampled by ``dpcore.accounting.level_sampler.level_exponential_mechanism`` (same law,
+        O(k) NumPy work a draw; draws differ from the uniform-proposal sampler's for a seed).
         Sensitivity, exactly: adding or removing one record moves exactly one cell of M_r(D) by
         1 (or, weighted, its floor on the grid by at most SCORE_GRID units, as in
         :meth:`select`), so either c or c̄ moves, by at most 1, and q_i by at most 1: Δ = 1.
@@ -258,9 +261,12 @@ class Curator:
             start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
             flat = np.concatenate(cells).astype(np.int64)
             scores = s * (2 * flat[start[j] + y] - np.array(totals, dtype=np.int64)[j]) - grid_off
-        else:   # 2^41 records or more: exact Python integers
-            scores = [int(si) * (2 * int(cells[ji][yi]) - totals[ji]) - int(oi)
-                      for ji, yi, si, oi in zip(j.tolist(), y.tolist(), s.tolist(), grid_off.tolist())]
+            # the same law as exact_exponential_mechanism, without its ~k Python-level
+            # proposals when a few queries hold the mass (dpcore.accounting.level_sampler)
+            return level_exponential_mechanism(scores, epsilon, SCORE_GRID, self._exact_rng)
+        # 2^41 records or more: exact Python integers
+        scores = [int(si) * (2 * int(cells[ji][yi]) - totals[ji]) - int(oi)
+                  for ji, yi, si, oi in zip(j.tolist(), y.tolist(), s.tolist(), grid_off.tolist())]
         return exact_exponential_mechanism(scores, epsilon, SCORE_GRID, self._exact_rng)
 
     def retire(self, reason: str) -> Fraction:

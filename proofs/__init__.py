@@ -36,6 +36,7 @@ MODULES = (
     "mst_calibration",
     "cost_rounding",
     "fem_selection",
+    "level_sampling",
     "structural_constraints",
 )
 

@@ -102,45 +102,26 @@ def milp_oracle(time_limit: float = 10.0) -> Oracle:
     point; if it has none, the perturbation's own argmax (a feasible record). Public inputs
     only: privacy never depends on this function.
     """
-    from scipy.optimize import LinearConstraint, milp
-    from scipy.sparse import coo_matrix
+    from scipy.optimize import Bounds, LinearConstraint, milp
 
     if not (isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool)
             and math.isfinite(time_limit) and time_limit > 0):
         raise InvalidArgumentError(f"time_limit must be a finite number of seconds > 0, got {time_limit!r}")
 
+    last: dict = {}   # the constraints of the last program: a round's s programs share them
+
     def solve(program: Program) -> np.ndarray:
         offsets, shape = program.offsets, program.shape
         d, m = int(sum(shape)), len(program.features)
-        rows, cols, vals, lo, hi = [], [], [], [], []
-        r = 0
-        for a, (off, k) in enumerate(zip(offsets, shape)):        # one-hot rows
-            rows += [r] * k
-            cols += list(range(off, off + k))
-            vals += [1.0] * k
-            lo.append(1.0)
-            hi.append(1.0)
-            r += 1
-        for i, (feats, neg) in enumerate(zip(program.features, program.negated)):
-            if neg:   # c_i + Σ x_j <= k
-                rows += [r] * (len(feats) + 1)
-                cols += [d + i] + feats.tolist()
-                vals += [1.0] * (len(feats) + 1)
-                lo.append(-np.inf)
-                hi.append(float(len(feats)))
-                r += 1
-            else:     # c_i - x_j <= 0
-                for f in feats.tolist():
-                    rows += [r, r]
-                    cols += [d + i, f]
-                    vals += [1.0, -1.0]
-                    lo.append(-np.inf)
-                    hi.append(0.0)
-                    r += 1
-        a_mat = coo_matrix((vals, (rows, cols)), shape=(r, d + m)).tocsr()
+        if last.get("key") == (shape, m) and last["features"] is program.features \
+                and np.array_equal(last["negated"], program.negated):
+            a_mat, lo, hi = last["rows"]
+        else:
+            a_mat, lo, hi = _rows(program, offsets, shape, d, m)
+            last.update(key=(shape, m), features=program.features,
+                        negated=program.negated.copy(), rows=(a_mat, lo, hi))
         cost = np.concatenate([program.sigma, -np.asarray(program.weights, dtype=np.float64)])
         integrality = np.concatenate([np.ones(d), np.zeros(m)])
-        from scipy.optimize import Bounds
         res = milp(cost, integrality=integrality, bounds=Bounds(0.0, 1.0),
                    constraints=LinearConstraint(a_mat, lo, hi),
                    options={"time_limit": float(time_limit), "disp": False})
@@ -151,6 +132,38 @@ def milp_oracle(time_limit: float = 10.0) -> Oracle:
                         dtype=np.int64)
 
     return solve
+
+
+def _rows(program: Program, offsets, shape, d: int, m: int):
+    """The oracle's constraint matrix and row bounds (see :func:`milp_oracle`)."""
+    from scipy.sparse import coo_matrix
+    rows, cols, vals, lo, hi = [], [], [], [], []
+    r = 0
+    for a, (off, k) in enumerate(zip(offsets, shape)):        # one-hot rows
+        rows += [r] * k
+        cols += list(range(off, off + k))
+        vals += [1.0] * k
+        lo.append(1.0)
+        hi.append(1.0)
+        r += 1
+    for i, (feats, neg) in enumerate(zip(program.features, program.negated)):
+        if neg:   # c_i + Σ x_j <= k
+            rows += [r] * (len(feats) + 1)
+            cols += [d + i] + feats.tolist()
+            vals += [1.0] * (len(feats) + 1)
+            lo.append(-np.inf)
+            hi.append(float(len(feats)))
+            r += 1
+        else:     # c_i - x_j <= 0
+            for f in feats.tolist():
+                rows += [r, r]
+                cols += [d + i, f]
+                vals += [1.0, -1.0]
+                lo.append(-np.inf)
+                hi.append(0.0)
+                r += 1
+    a_mat = coo_matrix((vals, (rows, cols)), shape=(r, d + m)).tocsr()
+    return a_mat, np.array(lo), np.array(hi)
 
 
 def _perturbation_argmax(program: Program) -> np.ndarray:

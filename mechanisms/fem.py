@@ -13,6 +13,10 @@ negations. Each round t:
   ``argmax_x Σ_{i≤t} q_i(x) − ⟨x, σ_j⟩`` over one-hot records x; D̂_{t+1} is the uniform
   distribution on the s answers.
 
+sepFEM (Alg. 3, Separator-FTPL) is the same loop with another data player: each sample adds
+Lap(η) weights on the queries of a separator set instead of the Exp(η) linear term; for one-hot
+records the d binary features form a separator set (``perturbation="separator"``).
+
 The output is the uniform mixture of D̂_1 .. D̂_{T+1} (``keep="all"``: the average the no-regret
 theorem (Thm. 5) is about; D̂_{T+1} uses q_T, at no privacy cost) or of its later half
 (``keep="later-half"``, the authors' code, which drops the early rounds' poor samples).
@@ -57,6 +61,23 @@ MAX_FEATURES = 4096
 #: round: the selection holds three int64 per query and the exact sampler one integer.
 MAX_QUERIES = 2 ** 22
 KEEP = ("all", "later-half")
+#: The data player's perturbation: FEM's linear Exp(η) term, or sepFEM's Lap(η) weights on a
+#: separator set (module docstring).
+PERTURBATIONS = ("exponential", "separator")
+
+
+def perturb(rng, eta: float, d: int, kind: str) -> np.ndarray:
+    """The oracle's σ (its objective subtracts ⟨x, σ⟩) for one sample.
+
+    "exponential" (FEM, Alg. 2): σ_j ~ Exp with mean η. "separator" (sepFEM, Alg. 3): the
+    objective adds Σ_j λ_j q̃_j(x) over a separator set with λ_j ~ Lap(η); for one-hot records
+    the d features q̃_j(x) = x_j are one (two distinct records differ in some attribute, so in
+    some feature: proofs/sepfem_separator.py), and Σ_j λ_j x_j = −⟨x, σ⟩ with σ = −λ.
+    Public randomness only: privacy does not depend on it.
+    """
+    if kind == "exponential":
+        return rng.exponential(eta, size=d)
+    return -rng.laplace(0.0, eta, size=d)
 
 
 # ---------------------------------------------------------------------- the oracle's program
@@ -246,7 +267,7 @@ def check_fem_domain(domain, cliques) -> int:
 def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 2.0,
         total: float | None = None, total_share: float = 0.05, keep: str = "all",
         time_limit: float = 10.0, oracle: Oracle | None = None, synthetic_rows: int | None = None,
-        seed=None, callback=None) -> MechanismResult:
+        perturbation: str = "exponential", seed=None, callback=None) -> MechanismResult:
     """Run FEM for ``rounds`` rounds with ``samples`` oracle calls a round, spending the curator
     filter's whole remaining budget.
 
@@ -256,6 +277,8 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     share of what is left (``exponential_epsilon``). ``keep``: "all" or "later-half" (module
     docstring). ``oracle``: a function Program -> record (default :func:`milp_oracle` with
     ``time_limit`` seconds a call). ``seed`` fixes the perturbations and the output sample.
+    ``perturbation``: "exponential" (FEM, Alg. 2) or "separator" (sepFEM, Alg. 3: Lap(η)
+    weights on the separator queries, the one-hot features; see :data:`PERTURBATIONS`).
     """
     timer = Timer()
     domain = curator.domain
@@ -275,6 +298,8 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
         raise InvalidArgumentError(f"total must be a finite public count > 0, got {total!r}")
     if keep not in KEEP:
         raise InvalidArgumentError(f"keep must be one of {KEEP}, got {keep!r}")
+    if perturbation not in PERTURBATIONS:
+        raise InvalidArgumentError(f"perturbation must be one of {PERTURBATIONS}, got {perturbation!r}")
     cliques = [c for c, _ in work]
     check_fem_domain(domain, cliques)
     oracle = milp_oracle(time_limit) if oracle is None else oracle
@@ -307,7 +332,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
                         np.array([chosen[k] for k in keys], dtype=np.float64))
         out = []
         for _ in range(samples):
-            sigma = rng.exponential(eta, size=sum(shape))
+            sigma = perturb(rng, eta, sum(shape), perturbation)
             out.append(oracle(Program(shape, *program_base, sigma)))
         return np.array(out, dtype=np.int64).reshape(samples, len(shape))
 

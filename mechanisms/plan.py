@@ -262,7 +262,7 @@ def plan_fem(domain, rho, *, workload="all-3way", rounds=None, samples=20, eta=2
     return Plan("fem", rho, MappingProxyType(options), check_rows(rows, d), check_seed(seed), batch)
 
 
-PLANNERS["fem"] = plan_fem
+PLANNERS["fem"] = PLANNERS["sepfem"] = plan_fem
 
 
 # Adaptive Measurements (mechanisms.adaptive). Default rounds: PEP the anchor T = 50;

@@ -637,6 +637,7 @@ class FEM(Synthesizer):
     """
 
     name = "fem"
+    perturbation = "exponential"
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-3way", rounds: int | None = None,
@@ -665,7 +666,16 @@ class FEM(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .fem import fem
         return fem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   **plan.options)
+                   perturbation=self.perturbation, **plan.options)
+
+
+class SepFEM(FEM):
+    """sepFEM (Vietri et al. 2020, Alg. 3): FEM with the Separator-FTPL data player — Lap(η)
+    weights on the one-hot features (a separator set) instead of the Exp(η) linear term; the
+    same options, selection and privacy as :class:`FEM` (``mechanisms.fem``)."""
+
+    name = "sepfem"
+    perturbation = "separator"
 
 
 class _AdaptiveSynthesizer(Synthesizer):

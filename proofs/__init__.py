@@ -37,6 +37,7 @@ MODULES = (
     "cost_rounding",
     "fem_selection",
     "level_sampling",
+    "sepfem_separator",
     "structural_constraints",
 )
 

@@ -48,10 +48,22 @@ LOG2E_LOW = 1.4426950408
 _MARGIN = 2.0 ** -40
 
 
-def level_exponential_mechanism(scores, epsilon, sensitivity, rng=None) -> int:
+def level_exponential_mechanism(scores, epsilon, sensitivity, rng=None, *, size=None):
     """Index r with Pr[r] proportional to exp(epsilon * scores[r] / (2 * sensitivity)), exactly,
     for an integer NumPy array ``scores`` (module docstring). ``rng``: a Generator (reproducible)
-    or None (the OS CSPRNG). Score spreads past int64 go to :func:`exact_exponential_mechanism`."""
+    or None (the OS CSPRNG). Score spreads past int64 go to :func:`exact_exponential_mechanism`.
+    ``size``: a list of that many independent draws (one level table for all; each draw is one
+    exponential mechanism and is charged as one) instead of one index."""
+    if size is not None:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise InvalidArgumentError(f"size must be an int >= 1, got {size!r}")
+        draw = _drawer(scores, epsilon, sensitivity, rng)
+        return [draw() for _ in range(int(size))]
+    return _drawer(scores, epsilon, sensitivity, rng)()
+
+
+def _drawer(scores, epsilon, sensitivity, rng):
+    """A function returning one exact draw each call, sharing the level table."""
     eps = Fraction(num.positive("epsilon", epsilon))
     sens = Fraction(num.positive("sensitivity", sensitivity))
     _check_source(rng)
@@ -64,7 +76,7 @@ def level_exponential_mechanism(scores, epsilon, sensitivity, rng=None) -> int:
     c = eps / (2 * sens)                                  # gamma_r = c * gap_r, exactly
     if top - low >= 2 ** 62 or not 2.0 ** -900 < c < 2.0 ** 900:
         # gaps past int64, or a c whose float is not a normal number: the general sampler
-        return exact_exponential_mechanism(scores, epsilon, sensitivity, rng)
+        return lambda: exact_exponential_mechanism(scores, epsilon, sensitivity, rng)
     gaps = np.int64(top) - scores.astype(np.int64)        # exact: |gap| < 2^62
     gamma = gaps.astype(np.float64) * float(c)            # within 3 ulps of gamma_r
     levels = np.floor(np.minimum(gamma * LOG2E_LOW * (1.0 - _MARGIN), MAX_LEVEL)).astype(np.int64)
@@ -73,16 +85,22 @@ def level_exponential_mechanism(scores, epsilon, sensitivity, rng=None) -> int:
     weights = [n << (deepest - level) for level, n in enumerate(counts)]   # n_l 2^(J - l)
     total = sum(weights)
     src = _Bits(rng)
-    while True:
-        u = src.below(total)
-        level = 0
-        while u >= weights[level]:
-            u -= weights[level]
-            level += 1
-        members = np.flatnonzero(levels == level)
-        r = int(members[src.below(len(members))])
-        if _accept(c.numerator * int(gaps[r]), c.denominator, int(levels[r]), float(gamma[r]), src):
-            return r
+    members: dict[int, np.ndarray] = {}
+
+    def draw() -> int:
+        while True:
+            u = src.below(total)
+            level = 0
+            while u >= weights[level]:
+                u -= weights[level]
+                level += 1
+            if level not in members:
+                members[level] = np.flatnonzero(levels == level)
+            at = members[level]
+            r = int(at[src.below(len(at))])
+            if _accept(c.numerator * int(gaps[r]), c.denominator, int(levels[r]), float(gamma[r]), src):
+                return r
+    return draw
 
 
 def _accept(p: int, q: int, j: int, gamma: float, src: _Bits) -> bool:

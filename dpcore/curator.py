@@ -247,8 +247,12 @@ class Curator:
         k = len(j)
         grid_off = self._grid_array("offsets", self._vector("offsets", offsets, k, 0.0))
         event = ExponentialEvent(epsilon, 1)
+        what = {"release": "selection", "candidates": k, "sensitivity": 1}
+        if draws is not None and not self._filter.can_afford(SelfComposedEvent(event, int(draws))):
+            # refused as a whole (the filter raises and records nothing), not after some draws
+            self._filter.charge(SelfComposedEvent(event, int(draws)), what=what)
         for _ in range(1 if draws is None else int(draws)):
-            self._filter.charge(event, what={"release": "selection", "candidates": k, "sensitivity": 1})
+            self._filter.charge(event, what=what)
         trues = self._read(cliques)
         cells = [np.floor(t * SCORE_GRID) for t in trues]
         totals = [sum(c.tolist()) for c in cells]      # exact Python integers

@@ -38,6 +38,7 @@ MODULES = (
     "fem_selection",
     "level_sampling",
     "sepfem_separator",
+    "dqrs_rejection",
     "structural_constraints",
 )
 

@@ -64,3 +64,25 @@ def _worst(program):
 @given(problems(), st.sampled_from([_constant, _worst]), st.sampled_from(["exponential", "separator"]))
 def test_a_bad_oracle_still_gives_a_verifying_ledger(problem, oracle, perturbation):
     run(problem, oracle, perturbation)
+
+
+def run_dqrs(problem, oracle=None):
+    from mechanisms.dqrs import dqrs
+    data, workload, epsilon, delta, seed, total = problem
+    filt = PrivacyFilter.from_approx_dp(epsilon, delta)
+    curator = AuditedCurator(data, filt, seed=seed)
+    result = dqrs(curator, workload, rounds=4, samples=3, total=total, oracle=oracle, seed=seed,
+                  time_limit=5.0)
+    assert result.ledger.spent == filt.budget
+    report = verify_ledger(result.ledger)
+    assert report.ok, report.reasons
+    T = result.extras["rounds"]
+    # per round but the last: one rejection read and one read for the fresh draws
+    assert curator.audit == 2 * (T - 1) + (total is None)
+    assert len(result.synthetic.records) == T
+
+
+@SETTINGS
+@given(problems(), st.sampled_from([None, _constant, _worst]))
+def test_dqrs_spends_exactly_its_budget_and_verifies_with_any_oracle(problem, oracle):
+    run_dqrs(problem, oracle)

@@ -76,7 +76,7 @@ def dqrs_rounds(rho, eta: float, samples: int, total: float, cap: int = MAX_DQRS
     return T
 
 
-def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 50, eta: float = 0.1,
+def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta: float = 0.3,
          total: float | None = None, total_share: float = 0.05, time_limit: float = 10.0,
          oracle: Oracle | None = None, synthetic_rows: int | None = None, seed=None,
          callback=None) -> MechanismResult:

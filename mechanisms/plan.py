@@ -265,7 +265,7 @@ def plan_fem(domain, rho, *, workload="all-3way", rounds=None, samples=20, eta=2
 PLANNERS["fem"] = PLANNERS["sepfem"] = plan_fem
 
 
-def plan_dqrs(domain, rho, *, workload="all-3way", rounds=None, samples=50, eta=0.1,
+def plan_dqrs(domain, rho, *, workload="all-3way", rounds=None, samples=30, eta=0.3,
               total=None, total_share=0.05, time_limit=10.0, rows=None, seed=None) -> Plan:
     """DQRS (``mechanisms.dqrs.dqrs``), checked as FEM (the same caps and options); ``rounds``
     caps T (the mechanism runs as many rounds as the budget pays for, up to the cap)."""

@@ -671,8 +671,8 @@ class FEM(Synthesizer):
 
 class DQRS(Synthesizer):
     """DQRS (Vietri et al. 2020, Alg. 4): DualQuery with rejection sampling on FEM's MILP
-    oracle (``mechanisms.dqrs``). ``samples``: s, queries sampled a round (default 50);
-    ``eta``: the MW rate (default 0.1); ``rounds``: a cap on T (default: as many rounds as the
+    oracle (``mechanisms.dqrs``). ``samples``: s, queries sampled a round (default 30);
+    ``eta``: the MW rate (default 0.3; bench/results/fem.md); ``rounds``: a cap on T (default: as many rounds as the
     budget pays for); ``total``, ``total_share``, ``time_limit``: as for :class:`FEM`.
     """
 
@@ -680,7 +680,7 @@ class DQRS(Synthesizer):
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-3way", rounds: int | None = None,
-                 samples: int = 50, eta: float = 0.1, total: float | None = None,
+                 samples: int = 30, eta: float = 0.3, total: float | None = None,
                  total_share: float = 0.05, time_limit: float = 10.0, **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
         self.workload, self.rounds, self.samples, self.eta = workload, rounds, samples, eta

@@ -7,7 +7,8 @@ paper's program omits them). The queries are the cells of the workload's margina
 negations. Each round t:
 
 * the query player picks q_t with :meth:`Curator.select_query`, the exponential mechanism on
-  the count error of every query against the current synthetic data D̂_t (below);
+  the count error of every query against the current synthetic data D̂_t (below), sampled
+  exactly by ``dpcore.accounting.level_sampler`` (~10 ms a draw over Adult's 283k queries);
 * the data player (Alg. 2) draws s perturbation vectors σ_j with i.i.d. Exp(η) coordinates
   (mean η, as the authors' code) and asks the oracle for
   ``argmax_x Σ_{i≤t} q_i(x) − ⟨x, σ_j⟩`` over one-hot records x; D̂_{t+1} is the uniform

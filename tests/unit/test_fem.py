@@ -191,11 +191,12 @@ def test_fem_later_half_keeps_half_the_pool():
     assert out == {"all": 18, "later-half": 9}
 
 
-def test_fem_refuses_a_domain_past_the_feature_cap_before_any_charge(tmp_path):
+@pytest.mark.parametrize("name", ["fem", "sepfem", "dqrs"])
+def test_fem_refuses_a_domain_past_the_feature_cap_before_any_charge(tmp_path, name):
     wide = {f"c{i}": 100 for i in range(MAX_FEATURES // 100 + 1)}
     df = pd.DataFrame({k: [0, 1] for k in wide})
     ledger = tmp_path / "ledger.jsonl"
-    synth = Synthesizer.create("fem", epsilon=1.0, progress=False, workload="all-1way",
+    synth = Synthesizer.create(name, epsilon=1.0, progress=False, workload="all-1way",
                                ledger_path=ledger)
     with pytest.raises(InvalidArgumentError, match="MAX_FEATURES"):
         synth.fit(df, schema=wide)
@@ -212,10 +213,11 @@ def test_fem_plan_refuses_bad_options(option, value):
         synth.plan(SCHEMA)
 
 
-def test_fem_refuses_a_workload_past_the_query_cap(monkeypatch):
+@pytest.mark.parametrize("name", ["fem", "sepfem", "dqrs"])
+def test_fem_refuses_a_workload_past_the_query_cap(monkeypatch, name):
     import mechanisms.fem as fem_module
     monkeypatch.setattr(fem_module, "MAX_QUERIES", 10)
-    synth = Synthesizer.create("fem", epsilon=1.0, progress=False, workload="all-2way")
+    synth = Synthesizer.create(name, epsilon=1.0, progress=False, workload="all-2way")
     with pytest.raises(InvalidArgumentError, match="MAX_QUERIES"):
         synth.plan(SCHEMA)
 

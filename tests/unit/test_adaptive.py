@@ -77,8 +77,10 @@ def test_marginal_matches_brute_force(case):
 def test_mwem_step_matches_brute_force(case):
     domain, p, answers = case
     c = next(iter(answers))
+    before = p.copy()
     got = MWEMUpdate().update(p, domain, {c: answers[c]}, [c], np.random.default_rng(0))
     np.testing.assert_allclose(got, brute_mwem_step(p, domain, c, answers[c]), rtol=1e-12)
+    np.testing.assert_array_equal(p, before)   # steps in place on its own copy only
 
 
 def test_mwem_moves_towards_the_measurement():
@@ -88,6 +90,31 @@ def test_mwem_moves_towards_the_measurement():
     out = MWEMUpdate().update(p, domain, {("a",): np.array([0.9, 0.1])}, [("a",)],
                               np.random.default_rng(0))
     assert out[0] > 0.5 > out[1]
+
+
+def test_mwem_passes_repeat_the_round_on_the_current_iterate():
+    domain = Domain(("a", "b", "c"), (2, 3, 2))
+    rng = np.random.default_rng(5)
+    p = rng.random(domain.shape)
+    p /= p.sum()
+    answers = {c: rng.dirichlet(np.ones(domain.size(c))).reshape(domain.project(c).shape)
+               for c in (("a",), ("a", "b"), ("b", "c"), ("c",))}
+    new = [("b", "c")]
+    got = MWEMUpdate(passes=3).update(p, domain, answers, new, np.random.default_rng(9))
+    want, again = p, np.random.default_rng(9)
+    for _ in range(3):
+        want = MWEMUpdate().update(want, domain, answers, new, again)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    one = MWEMUpdate().update(p, domain, answers, new, np.random.default_rng(9))
+    loss = [sum(np.abs(marginal(q, domain, c) - a).sum() for c, a in answers.items())
+            for q in (p, one, got)]
+    assert loss[2] < loss[1] < loss[0]    # more passes fit the measurements closer
+
+
+@pytest.mark.parametrize("passes", [0, -1, 1.5, True, "2"])
+def test_mwem_passes_must_be_a_positive_int(passes):
+    with pytest.raises(InvalidArgumentError, match="passes"):
+        MWEMUpdate(passes=passes)
 
 
 def test_mwem_reuses_past_measurements_with_at_least_half_the_new_error():
@@ -325,7 +352,13 @@ def test_lattice_marginals_equal_direct_sums(shape, data):
     tables: dict = {}
     cliques = data.draw(st.lists(st.lists(st.sampled_from(domain.attrs), min_size=1,
                                           unique=True).map(tuple), min_size=1, max_size=6))
+    before = p.copy()
     for clique in cliques:    # shared memo, any order of attributes in the request
-        np.testing.assert_allclose(_lattice_marginal(p, domain, clique, tables),
-                                   marginal(p, domain, tuple(a for a in domain.attrs
-                                                             if a in clique)), rtol=1e-12)
+        axes = tuple(i for i, a in enumerate(domain.attrs) if a not in clique)
+        got = _lattice_marginal(p, domain, clique, tables)
+        np.testing.assert_allclose(got, p.sum(axis=axes), rtol=1e-12)
+        np.testing.assert_allclose(marginal(p, domain, clique), p.sum(axis=axes), rtol=1e-12)
+        marginal(p, domain, clique)[...] = -1.0   # a fresh table, never a view of p
+        np.testing.assert_array_equal(p, before)
+    _lattice_marginal(p, domain, domain.attrs, {})[...] = -1.0
+    np.testing.assert_array_equal(p, before)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
-MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "mwem-explicit", "pep",
-              "rap-softmax", "gem", "gem-pub")
+MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "sepfem", "dqrs",
+              "mwem-explicit", "pep", "rap-softmax", "gem", "gem-pub")
 # Mechanisms that read a public table (--public).
 PUBLIC_MECHANISMS = ("nist-mst", "gem-pub")
 DASK_MECHANISMS = ("aim", "mst", "mwem", "independent")   # their reads are marginals
@@ -272,12 +272,13 @@ def _synth(args: argparse.Namespace) -> int:
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)
-    elif args.mechanism in ("fem", "mwem-explicit", "pep", "rap-softmax", "gem", "gem-pub"):
+    elif args.mechanism in ("fem", "sepfem", "dqrs", "mwem-explicit", "pep", "rap-softmax", "gem",
+                            "gem-pub"):
         if args.max_model_size is not None:
             raise CliError(f"--max-model-size applies to aim and mwem, not {args.mechanism}")
         options.update(workload=args.workload, rounds=args.rounds)
-        if args.mechanism == "fem":
-            options.pop("noise")      # FEM measures nothing: it only selects
+        if args.mechanism in ("fem", "sepfem", "dqrs"):
+            options.pop("noise")      # these measure nothing: they only select
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
         raise CliError(f"--workload, --max-model-size and --rounds apply to the workload "
                        f"mechanisms, not {args.mechanism}")
@@ -711,7 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mechanism", choices=MECHANISMS, default="aim",
                    help="aim: recommended; mst: fast, the published MST; mwem: "
                         "MWEM+PGM; independent: the baseline; nist-mst: NIST-MST with "
-                        "--public; fem: FEM (MILP oracle); mwem-explicit, pep: Adaptive "
+                        "--public; fem, sepfem, dqrs: FEM, sepFEM, DQRS (MILP oracle); mwem-explicit, pep: Adaptive "
                         "Measurements on an explicit histogram (small domains); rap-softmax, "
                         "gem, gem-pub (with --public): on a mixture of product distributions "
                         "(gem needs pip install 'dpcore[deep]')")

@@ -24,9 +24,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpcore.accounting import ExponentialEvent, GaussianEvent, ZCDPEvent
+from dpcore.accounting import (ExponentialEvent, GaussianEvent, PureDPEvent, SelfComposedEvent,
+                               ZCDPEvent)
 from dpcore.accounting._numbers import round_cost_down
+from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import (
+    _bernoulli_exp,
+    _Bits,
     discrete_gaussian_noise,
     exact_exponential_mechanism,
     gaussian_noise,
@@ -211,10 +215,10 @@ class Curator:
         # In those units the sensitivity is top * SCORE_GRID; the law is the same.
         return exact_exponential_mechanism(scores, epsilon, top * SCORE_GRID, self._exact_rng)
 
-    def select_query(self, cliques, queries, epsilon, *, offsets=None) -> int:
+    def select_query(self, cliques, queries, epsilon, *, offsets=None, draws=None):
         """Exponential mechanism over single counting queries (FEM's query player, Vietri et
         al. 2020 Alg. 1): index of one row of ``queries``, Pr[i] ∝ exp(ε q_i / 2), sampled
-        exactly (``dpcore.accounting.noise.exact_exponential_mechanism``).
+        exactly.
 
         ``queries`` is an integer array of rows (j, y, s): marginal ``cliques[j]``, flat cell y
         (the domain's cell order), sign s = +1 (the cell's predicate) or -1 (its negation).
@@ -222,6 +226,8 @@ class Curator:
         q_i = s (c − c̄) − offset_i, public ``offsets`` (default 0) rounded to 1/SCORE_GRID.
         FEM puts offset_i = s n̂ (2 p̂_i − 1) (p̂_i the synthetic answer, n̂ a public count), so
         q_i = 2 (count error of the query or its negation) + a shift common to all i.
+        Sampled by ``dpcore.accounting.level_sampler.level_exponential_mechanism`` (same law,
+        O(k) NumPy work a draw; draws differ from the uniform-proposal sampler's for a seed).
         Sensitivity, exactly: adding or removing one record moves exactly one cell of M_r(D) by
         1 (or, weighted, its floor on the grid by at most SCORE_GRID units, as in
         :meth:`select`), so either c or c̄ moves, by at most 1, and q_i by at most 1: Δ = 1.
@@ -230,12 +236,85 @@ class Curator:
         this method computes them in O(cells) rather than O(cells²).
         Privacy: ε²/8-zCDP (proofs/exponential_mechanism.py; the sensitivity:
         proofs/fem_selection.py), charged first as ``ExponentialEvent(ε, 1)``, recorded as a
-        "selection" release with sensitivity 1.
+        "selection" release with sensitivity 1. ``draws``: a list of that many independent
+        selections from the same scores (DQRS's fresh samples), each charged as one.
         """
+        cliques, (j, y, s, sizes) = self._query_rows(cliques, queries)
+        epsilon = _positive_finite("epsilon", epsilon)
+        if draws is not None and (isinstance(draws, bool) or not isinstance(draws, (int, np.integer))
+                                  or draws < 1):
+            raise InvalidArgumentError(f"draws must be an int >= 1, got {draws!r}")
+        k = len(j)
+        grid_off = self._grid_array("offsets", self._vector("offsets", offsets, k, 0.0))
+        event = ExponentialEvent(epsilon, 1)
+        what = {"release": "selection", "candidates": k, "sensitivity": 1}
+        if draws is not None and not self._filter.can_afford(SelfComposedEvent(event, int(draws))):
+            # refused as a whole (the filter raises and records nothing), not after some draws
+            self._filter.charge(SelfComposedEvent(event, int(draws)), what=what)
+        for _ in range(1 if draws is None else int(draws)):
+            self._filter.charge(event, what=what)
+        trues = self._read(cliques)
+        cells = [np.floor(t * SCORE_GRID) for t in trues]
+        totals = [sum(c.tolist()) for c in cells]      # exact Python integers
+        if max(totals) < 2 ** 61:
+            start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            flat = np.concatenate(cells).astype(np.int64)
+            scores = s * (2 * flat[start[j] + y] - np.array(totals, dtype=np.int64)[j]) - grid_off
+            # the same law as exact_exponential_mechanism, without its ~k Python-level
+            # proposals when a few queries hold the mass (dpcore.accounting.level_sampler)
+            return level_exponential_mechanism(scores, epsilon, SCORE_GRID, self._exact_rng, size=draws)
+        # 2^41 records or more: exact Python integers
+        scores = [int(si) * (2 * int(cells[ji][yi]) - totals[ji]) - int(oi)
+                  for ji, yi, si, oi in zip(j.tolist(), y.tolist(), s.tolist(), grid_off.tolist())]
+        picks = [exact_exponential_mechanism(scores, epsilon, SCORE_GRID, self._exact_rng)
+                 for _ in range(1 if draws is None else int(draws))]
+        return picks[0] if draws is None else picks
+
+    def reject_queries(self, cliques, queries, satisfied, eta, gamma, total) -> np.ndarray:
+        """DQRS's rejection step (Vietri et al. 2020, Alg. 4 and Lemma 9): for each row i of
+        ``queries`` (as :meth:`select_query` takes them), keep it with probability
+        exp(-(η + γ) + η (min(c_i, n̂)/n̂ − satisfied_i)), c_i the count of records satisfying
+        query i (the cell, or its complement for a negation), n̂ = ``total`` (public),
+        ``satisfied_i`` in {0, 1} public (the query on the round's synthetic record). Returns
+        the keep flags, each an exact Bernoulli(exp(−rational)) (CKS20 Alg. 1).
+
+        Privacy: each flag is ε-DP with ε = (η/n̂) max(1, 1/γ): one record moves min(c_i, n̂)/n̂
+        by at most 1/n̂, so the log keep-probability by at most a = η/n̂, and the exponent
+        stays >= γ, where log(1 − e^−x) has slope 1/(e^x − 1) <= 1/γ, so the log reject-
+        probability moves by at most a/γ (proofs/dqrs_rejection.py). Charged first as
+        ``SelfComposedEvent(PureDPEvent(ε), k)``, recorded as a "rejection" release.
+        """
+        cliques, (j, y, s, sizes) = self._query_rows(cliques, queries)
+        eta, gamma, total = (_positive_finite(n, v) for n, v in
+                             (("eta", eta), ("gamma", gamma), ("total", total)))
+        sat = np.asarray(satisfied)
+        if sat.shape != j.shape or not np.isin(sat, (0, 1)).all():
+            raise InvalidArgumentError(f"satisfied must hold one 0 or 1 per query ({len(j)}), "
+                                       f"got shape {sat.shape}")
+        k = len(j)
+        eta_q, gamma_q, total_q = Fraction(eta), Fraction(gamma), Fraction(total)
+        eps = eta_q / total_q * max(Fraction(1), 1 / gamma_q)
+        self._filter.charge(SelfComposedEvent(PureDPEvent(eps), k),
+                            what={"release": "rejection", "coins": k, "eta": eta, "gamma": gamma,
+                                  "total": total})
+        trues = self._read(cliques)
+        cells = [np.floor(t * SCORE_GRID) for t in trues]
+        totals = {ji: int(sum(int(v) for v in cells[ji].tolist())) for ji in set(j.tolist())}
+        src = _Bits(self._exact_rng)
+        keep = np.zeros(k, dtype=bool)
+        for i, (ji, yi, si, ok) in enumerate(zip(j.tolist(), y.tolist(), s.tolist(), sat.tolist())):
+            cell = int(cells[ji][yi])
+            grid_count = cell if si > 0 else totals[ji] - cell
+            share = min(Fraction(grid_count, SCORE_GRID), total_q) / total_q
+            exponent = eta_q + gamma_q - eta_q * share + eta_q * int(ok)     # >= gamma > 0
+            keep[i] = _bernoulli_exp(exponent.numerator, exponent.denominator, src)
+        return keep
+
+    def _query_rows(self, cliques, queries):
+        """Checked cliques and query rows (j, y, s) with the marginals' sizes."""
         cliques = [self._clique(c, f"cliques[{i}]") for i, c in enumerate(cliques)]
         if not cliques:
             raise InvalidArgumentError("cliques must hold at least one clique, got none")
-        epsilon = _positive_finite("epsilon", epsilon)
         q = np.asarray(queries)
         if q.ndim != 2 or q.shape[1] != 3 or q.shape[0] == 0 or not np.issubdtype(q.dtype, np.integer):
             raise InvalidArgumentError(f"queries must be a non-empty k x 3 integer array, got shape {q.shape}")
@@ -247,21 +326,7 @@ class Curator:
             raise InvalidArgumentError("queries' cell must lie in [0, size of its marginal)")
         if not np.all(np.abs(s) == 1):
             raise InvalidArgumentError("queries' sign must be +1 or -1")
-        k = len(q)
-        grid_off = self._grid_array("offsets", self._vector("offsets", offsets, k, 0.0))
-        event = ExponentialEvent(epsilon, 1)
-        self._filter.charge(event, what={"release": "selection", "candidates": k, "sensitivity": 1})
-        trues = self._read(cliques)
-        cells = [np.floor(t * SCORE_GRID) for t in trues]
-        totals = [sum(c.tolist()) for c in cells]      # exact Python integers
-        if max(totals) < 2 ** 61:
-            start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            flat = np.concatenate(cells).astype(np.int64)
-            scores = s * (2 * flat[start[j] + y] - np.array(totals, dtype=np.int64)[j]) - grid_off
-        else:   # 2^41 records or more: exact Python integers
-            scores = [int(si) * (2 * int(cells[ji][yi]) - totals[ji]) - int(oi)
-                      for ji, yi, si, oi in zip(j.tolist(), y.tolist(), s.tolist(), grid_off.tolist())]
-        return exact_exponential_mechanism(scores, epsilon, SCORE_GRID, self._exact_rng)
+        return cliques, (j, y, s, sizes)
 
     def retire(self, reason: str) -> Fraction:
         """Charge the filter's whole remaining budget and release nothing; returns the amount.

@@ -262,7 +262,27 @@ def plan_fem(domain, rho, *, workload="all-3way", rounds=None, samples=20, eta=2
     return Plan("fem", rho, MappingProxyType(options), check_rows(rows, d), check_seed(seed), batch)
 
 
-PLANNERS["fem"] = plan_fem
+PLANNERS["fem"] = PLANNERS["sepfem"] = plan_fem
+
+
+def plan_dqrs(domain, rho, *, workload="all-3way", rounds=None, samples=30, eta=0.3,
+              total=None, total_share=0.05, time_limit=10.0, rows=None, seed=None) -> Plan:
+    """DQRS (``mechanisms.dqrs.dqrs``), checked as FEM (the same caps and options); ``rounds``
+    caps T (the mechanism runs as many rounds as the budget pays for, up to the cap)."""
+    from .dqrs import MAX_DQRS_ROUNDS
+    base = plan_fem(domain, rho, workload=workload, rounds=1, samples=samples, eta=eta,
+                    total=total, total_share=total_share, time_limit=time_limit, rows=rows,
+                    seed=seed)
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral)
+                               or not 1 <= rounds <= MAX_DQRS_ROUNDS):
+        raise InvalidArgumentError(f"rounds must be an int in [1, {MAX_DQRS_ROUNDS}], got {rounds!r}")
+    options = {k: v for k, v in base.options.items() if k not in ("keep",)}
+    options["rounds"] = None if rounds is None else int(rounds)
+    return Plan("dqrs", base.rho, MappingProxyType(options), base.rows, base.seed,
+                base.largest_batch_cells)
+
+
+PLANNERS["dqrs"] = plan_dqrs
 
 
 # Adaptive Measurements (mechanisms.adaptive). Default rounds: PEP the issue's anchor T = 50;

@@ -729,6 +729,7 @@ class FEM(Synthesizer):
     """
 
     name = "fem"
+    perturbation = "exponential"
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-3way", rounds: int | None = None,
@@ -757,7 +758,54 @@ class FEM(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .fem import fem
         return fem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   **plan.options)
+                   perturbation=self.perturbation, **plan.options)
+
+
+class DQRS(Synthesizer):
+    """DQRS (Vietri et al. 2020, Alg. 4): DualQuery with rejection sampling on FEM's MILP
+    oracle (``mechanisms.dqrs``). ``samples``: s, queries sampled a round (default 30);
+    ``eta``: the MW rate (default 0.3; bench/results/fem.md); ``rounds``: a cap on T (default: as many rounds as the
+    budget pays for); ``total``, ``total_share``, ``time_limit``: as for :class:`FEM`.
+    """
+
+    name = "dqrs"
+
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
+                 workload: WorkloadSpec = "all-3way", rounds: int | None = None,
+                 samples: int = 30, eta: float = 0.3, total: float | None = None,
+                 total_share: float = 0.05, time_limit: float = 10.0, **kwargs: Any) -> None:
+        super().__init__(epsilon, delta, **kwargs)
+        self.workload, self.rounds, self.samples, self.eta = workload, rounds, samples, eta
+        self.total, self.total_share, self.time_limit = total, total_share, time_limit
+
+    def _parameters(self) -> dict[str, Any]:
+        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
+                "samples": self.samples, "eta": self.eta, "total": self.total,
+                "total_share": self.total_share, "time_limit": self.time_limit}
+
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+        from .plan import plan_dqrs
+        workload = self.workload
+        if isinstance(workload, (str, os.PathLike)):
+            workload = parse_workload(workload, list(domain.attrs))
+        return plan_dqrs(domain, rho, workload=workload, rounds=self.rounds, samples=self.samples,
+                         eta=self.eta, total=self.total, total_share=self.total_share,
+                         time_limit=self.time_limit, rows=rows, seed=seed)
+
+    def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
+        from .dqrs import dqrs
+        return dqrs(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
+                    **plan.options)
+
+
+class SepFEM(FEM):
+    """sepFEM (Vietri et al. 2020, Alg. 3): FEM with the Separator-FTPL data player — Lap(η)
+    weights on the one-hot features (a separator set) instead of the Exp(η) linear term; the
+    same options, selection and privacy as :class:`FEM` (``mechanisms.fem``)."""
+
+    name = "sepfem"
+    perturbation = "separator"
 
 
 class _AdaptiveSynthesizer(Synthesizer):

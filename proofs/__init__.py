@@ -36,6 +36,9 @@ MODULES = (
     "mst_calibration",
     "cost_rounding",
     "fem_selection",
+    "level_sampling",
+    "sepfem_separator",
+    "dqrs_rejection",
     "structural_constraints",
 )
 

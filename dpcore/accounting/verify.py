@@ -46,6 +46,7 @@ _RELEASES = {
     "marginal": ("GaussianEvent",),          # proofs/gaussian.py, proofs/weighted_marginals.py
     "selection": ("ExponentialEvent",),      # proofs/exponential_mechanism.py
     "none": ("ZCDPEvent",),                  # releases nothing: retired budget
+    "rejection": ("SelfComposedEvent",),     # DQRS's keep flags, proofs/dqrs_rejection.py
 }
 
 
@@ -533,6 +534,27 @@ def _check_release(where, event, what, run, reasons):
         k = what.get("candidates")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             reasons.append(f"{where}: a selection states its number of candidates (>= 1)")
+    elif release == "rejection":
+        _check_rejection(where, event, what, reasons)
+
+
+def _check_rejection(where, event, what, reasons):
+    """DQRS's keep flags: ``coins`` flags, each PureDPEvent(eps) with eps at least
+    (eta / total) max(1, 1 / gamma) for the stated floats (Curator.reject_queries)."""
+    stated = [what.get(name) for name in ("eta", "gamma", "total")]
+    coins = what.get("coins")
+    inner = event.get("event")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
+           for v in stated) or isinstance(coins, bool) or not isinstance(coins, int) or coins < 1:
+        reasons.append(f"{where}: a rejection states its coins, eta, gamma and total")
+        return
+    if not isinstance(inner, dict) or inner.get("type") != "PureDPEvent" or event.get("count") != coins:
+        reasons.append(f"{where}: a rejection is charged as one PureDPEvent per coin")
+        return
+    eta, gamma, total = (sympy.Rational(*float(v).as_integer_ratio()) for v in stated)
+    eps = _parse_number(f"{where}.event.event.epsilon", inner["epsilon"])
+    if eps < eta / total * max(sympy.Integer(1), 1 / gamma):
+        reasons.append(f"{where}: a rejection's epsilon is below (eta / total) max(1, 1 / gamma)")
 
 
 def _digest(obj) -> str:

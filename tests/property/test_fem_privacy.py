@@ -1,4 +1,4 @@
-"""FEM's privacy over random small datasets, workloads and budgets, with the MILP oracle and
+"""FEM's and sepFEM's privacy over random small datasets, workloads and budgets, with the MILP oracle and
 with deliberately bad oracles: the ledger's exact total equals the budget, the verifier accepts
 it, and every sensitive read follows a fresh charge. Privacy never depends on the oracle."""
 import itertools
@@ -29,12 +29,12 @@ def problems(draw):
             draw(st.one_of(st.none(), st.floats(1, 100))))
 
 
-def run(problem, oracle=None):
+def run(problem, oracle=None, perturbation="exponential"):
     data, workload, epsilon, delta, seed, total = problem
     filt = PrivacyFilter.from_approx_dp(epsilon, delta)
     curator = AuditedCurator(data, filt, seed=seed)
     result = fem(curator, workload, rounds=3, samples=2, total=total, oracle=oracle, seed=seed,
-                 time_limit=5.0)
+                 time_limit=5.0, perturbation=perturbation)
     assert result.ledger.spent == filt.budget
     report = verify_ledger(result.ledger)
     assert report.ok, report.reasons
@@ -44,9 +44,9 @@ def run(problem, oracle=None):
 
 
 @SETTINGS
-@given(problems())
-def test_fem_spends_exactly_its_budget_and_verifies(problem):
-    run(problem)
+@given(problems(), st.sampled_from(["exponential", "separator"]))
+def test_fem_and_sepfem_spend_exactly_their_budget_and_verify(problem, perturbation):
+    run(problem, perturbation=perturbation)
 
 
 def _constant(program):
@@ -61,6 +61,28 @@ def _worst(program):
 
 
 @SETTINGS
-@given(problems(), st.sampled_from([_constant, _worst]))
-def test_a_bad_oracle_still_gives_a_verifying_ledger(problem, oracle):
-    run(problem, oracle)
+@given(problems(), st.sampled_from([_constant, _worst]), st.sampled_from(["exponential", "separator"]))
+def test_a_bad_oracle_still_gives_a_verifying_ledger(problem, oracle, perturbation):
+    run(problem, oracle, perturbation)
+
+
+def run_dqrs(problem, oracle=None):
+    from mechanisms.dqrs import dqrs
+    data, workload, epsilon, delta, seed, total = problem
+    filt = PrivacyFilter.from_approx_dp(epsilon, delta)
+    curator = AuditedCurator(data, filt, seed=seed)
+    result = dqrs(curator, workload, rounds=4, samples=3, total=total, oracle=oracle, seed=seed,
+                  time_limit=5.0)
+    assert result.ledger.spent == filt.budget
+    report = verify_ledger(result.ledger)
+    assert report.ok, report.reasons
+    T = result.extras["rounds"]
+    # per round but the last: one rejection read and one read for the fresh draws
+    assert curator.audit == 2 * (T - 1) + (total is None)
+    assert len(result.synthetic.records) == T
+
+
+@SETTINGS
+@given(problems(), st.sampled_from([None, _constant, _worst]))
+def test_dqrs_spends_exactly_its_budget_and_verifies_with_any_oracle(problem, oracle):
+    run_dqrs(problem, oracle)

@@ -485,3 +485,14 @@ def test_public_and_model_size_rules_of_the_adaptive_mechanisms(work, capsys, me
     code, err = run(argv, capsys)
     assert code == 2 and expected in err and "\n" not in err
     assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()
+
+
+@pytest.mark.parametrize("mechanism", ["fem", "sepfem", "dqrs"])
+def test_oracle_mechanisms_run_from_the_cli_and_verify(work, capsys, mechanism):
+    from dpcore.accounting import verify_ledger
+    from dpcore.accounting.ledger import Ledger
+    code, err = run(synth_args(work, **{"--mechanism": mechanism, "--workload": "all-2way",
+                                        "--rounds": "3", "--seed": "1"}), capsys)
+    assert code == 0, err
+    assert (work / "out.csv").exists()
+    assert verify_ledger(Ledger.load(work / "ledger.json")).ok

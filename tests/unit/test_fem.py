@@ -139,6 +139,32 @@ def test_fem_synthesizer_fits_samples_and_verifies(tmp_path):
     assert len(rounds) == 12
 
 
+@pytest.mark.parametrize("name", ["fem", "sepfem"])
+def test_fem_and_sepfem_through_the_synthesizer(name):
+    synth = Synthesizer.create(name, epsilon=2.0, delta=1e-6, seed=1, progress=False,
+                               workload="all-2way", rounds=6, samples=3)
+    synth.fit(_frame(), schema=SCHEMA)
+    assert synth.verify().ok and synth.ledger.spent == synth.ledger.budget
+    assert len(synth.sample(20, seed=0)) == 20
+
+
+def test_sepfem_perturbation_is_laplace_on_the_features():
+    from mechanisms.fem import perturb
+    draws = perturb(np.random.default_rng(0), 2.0, 200_000, "separator")
+    # -Lap(0, 2): mean 0, mean |.| = 2, both signs (FEM's Exp(2) is positive with mean 2)
+    assert abs(draws.mean()) < 0.03 and abs(np.abs(draws).mean() - 2.0) < 0.03
+    assert (draws < 0).any() and (draws > 0).any()
+    exp = perturb(np.random.default_rng(0), 2.0, 200_000, "exponential")
+    assert (exp >= 0).all() and abs(exp.mean() - 2.0) < 0.03
+
+
+def test_fem_refuses_an_unknown_perturbation_before_any_charge():
+    curator = _curator([[0, 1], [1, 0]], (2, 2))
+    with pytest.raises(InvalidArgumentError, match="perturbation"):
+        fem(curator, [("x0", "x1")], rounds=2, samples=2, perturbation="gumbel")
+    assert curator.privacy_filter.spent == 0 and curator.reads == 0
+
+
 def test_fem_beats_its_data_independent_start():
     df = _frame(2000)
     real = df.to_numpy()
@@ -165,11 +191,12 @@ def test_fem_later_half_keeps_half_the_pool():
     assert out == {"all": 18, "later-half": 9}
 
 
-def test_fem_refuses_a_domain_past_the_feature_cap_before_any_charge(tmp_path):
+@pytest.mark.parametrize("name", ["fem", "sepfem", "dqrs"])
+def test_fem_refuses_a_domain_past_the_feature_cap_before_any_charge(tmp_path, name):
     wide = {f"c{i}": 100 for i in range(MAX_FEATURES // 100 + 1)}
     df = pd.DataFrame({k: [0, 1] for k in wide})
     ledger = tmp_path / "ledger.jsonl"
-    synth = Synthesizer.create("fem", epsilon=1.0, progress=False, workload="all-1way",
+    synth = Synthesizer.create(name, epsilon=1.0, progress=False, workload="all-1way",
                                ledger_path=ledger)
     with pytest.raises(InvalidArgumentError, match="MAX_FEATURES"):
         synth.fit(df, schema=wide)
@@ -186,10 +213,11 @@ def test_fem_plan_refuses_bad_options(option, value):
         synth.plan(SCHEMA)
 
 
-def test_fem_refuses_a_workload_past_the_query_cap(monkeypatch):
+@pytest.mark.parametrize("name", ["fem", "sepfem", "dqrs"])
+def test_fem_refuses_a_workload_past_the_query_cap(monkeypatch, name):
     import mechanisms.fem as fem_module
     monkeypatch.setattr(fem_module, "MAX_QUERIES", 10)
-    synth = Synthesizer.create("fem", epsilon=1.0, progress=False, workload="all-2way")
+    synth = Synthesizer.create(name, epsilon=1.0, progress=False, workload="all-2way")
     with pytest.raises(InvalidArgumentError, match="MAX_QUERIES"):
         synth.plan(SCHEMA)
 

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
 MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "mwem-explicit", "pep",
-              "rap-softmax", "gem", "gem-pub")
+              "rap-softmax", "gem", "gem-pub", "privpgd")
 # Mechanisms that read a public table (--public).
 PUBLIC_MECHANISMS = ("nist-mst", "gem-pub")
 RESULT_FORMAT = "dpcore-result"
@@ -273,9 +273,17 @@ def _synth(args: argparse.Namespace) -> int:
         options.update(workload=args.workload, rounds=args.rounds)
         if args.mechanism == "fem":
             options.pop("noise")      # FEM measures nothing: it only selects
+    elif args.mechanism == "privpgd":
+        if args.max_model_size is not None or args.rounds:
+            raise CliError("--max-model-size and --rounds do not apply to privpgd")
+        options.update(workload=args.workload)
+        options.update({k: v for k, v in (("particles", args.particles), ("epochs", args.epochs),
+                                          ("lr", args.lr)) if v is not None})
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
         raise CliError(f"--workload, --max-model-size and --rounds apply to the workload "
                        f"mechanisms, not {args.mechanism}")
+    if args.mechanism != "privpgd" and (args.particles, args.epochs, args.lr) != (None,) * 3:
+        raise CliError(f"--particles, --epochs and --lr apply to privpgd, not {args.mechanism}")
     if (args.public is not None) != (args.mechanism in PUBLIC_MECHANISMS):
         raise CliError("--public PUBLIC.csv is required by --mechanism nist-mst (its public "
                        "provisional data) and gem-pub (its pretraining table), and applies to "
@@ -676,7 +684,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--public; fem: FEM (MILP oracle); mwem-explicit, pep: Adaptive "
                         "Measurements on an explicit histogram (small domains); rap-softmax, "
                         "gem, gem-pub (with --public): on a mixture of product distributions "
-                        "(gem needs pip install 'dpcore[deep]')")
+                        "(gem needs pip install 'dpcore[deep]'); privpgd: particle gradient "
+                        "descent on 2-way marginals (PrivPGD)")
     s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "
@@ -697,6 +706,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: aim 80, mwem 8192)")
     s.add_argument("--rounds", type=int, help="rounds: AIM's T (default 16 x columns) or MWEM's "
                    "count (default 10)")
+    s.add_argument("--particles", type=int, help="privpgd: particles m (default 100000)")
+    s.add_argument("--epochs", type=int, help="privpgd: epochs (default 1000)")
+    s.add_argument("--lr", type=float, help="privpgd: initial learning rate (default 0.1)")
     s.add_argument("--delimiter", default=",", help="CSV delimiter")
     s.add_argument("--out", required=True, help="synthetic CSV to write")
     s.add_argument("--ledger", required=True,

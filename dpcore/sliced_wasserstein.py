@@ -70,9 +70,10 @@ def reference_sliced_wasserstein(particles, pairs, tables, directions):
             scale = top / (hi - lo) if hi > lo else 0.0
             keys = np.minimum(np.maximum((y - lo) * scale, 0.0).astype(np.uint64), int(top))
             order = np.argsort(keys, kind="stable")
-            atoms = (t1 * ci + t2 * cj).ravel()
-            w = table.ravel()
-            sort = np.lexsort((np.arange(atoms.size), atoms))
+            keep = table.ravel() > 0          # zero-weight atoms take no rank
+            atoms = (t1 * ci + t2 * cj).ravel()[keep]
+            w = table.ravel()[keep]
+            sort = np.lexsort((np.flatnonzero(keep), atoms))
             cum = np.cumsum(w[sort])
             u = (np.arange(m) + 0.5) / m * cum[-1]
             at = np.minimum(np.searchsorted(cum, u, side="right"), atoms.size - 1)

@@ -115,7 +115,7 @@ int bucket_bits(std::int64_t m) {
 // gradient (columns attr_i, attr_j) to buf (m x 2).
 void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta, std::int64_t K,
               std::int64_t k0, std::int64_t k1, double* buf, Workspace& ws, TaskResult& result) {
-  const std::int64_t cells = g.size_i * g.size_j;
+  const std::int64_t all_cells = g.size_i * g.size_j;
   const auto n = static_cast<std::size_t>(x.rows);
   const double inv_m = 1.0 / static_cast<double>(x.rows);
   const int bits = bucket_bits(x.rows);
@@ -140,9 +140,13 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
     const double hi = std::max(0.0, t1) + std::max(0.0, t2);
     const double scale = hi > lo ? static_cast<double>(kKeyMax) / (hi - lo) : 0.0;
 
-    // The target's atoms sorted by projection (ties by cell index), cumulative weights.
-    for (std::int64_t c = 0; c < cells; ++c) {
-      ws.atom_index[std::size_t(c)] = c;
+    // The target's atoms of positive weight (a projected marginal is mostly zeros), sorted by
+    // projection (ties by cell index), and their cumulative weights. Zero-weight atoms take no
+    // rank, so leaving them out changes nothing.
+    std::int64_t cells = 0;
+    for (std::int64_t c = 0; c < all_cells; ++c) {
+      if (!(g.weights[c] > 0.0)) continue;
+      ws.atom_index[std::size_t(cells++)] = c;
       const double ci = (static_cast<double>(c / g.size_j) + 0.5) / static_cast<double>(g.size_i);
       const double cj = (static_cast<double>(c % g.size_j) + 0.5) / static_cast<double>(g.size_j);
       ws.atom_value[std::size_t(c)] = t1 * ci + t2 * cj;

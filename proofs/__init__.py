@@ -37,6 +37,7 @@ MODULES = (
     "cost_rounding",
     "fem_selection",
     "structural_constraints",
+    "privpgd_budget",
 )
 
 

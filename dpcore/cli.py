@@ -504,6 +504,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     tstr = None
     if args.target is not None:
         tstr = train_synthetic_test_real(real, synth, schema, args.target)
+    transport = None
+    if args.transport:
+        from dpcore.evaluation import transport_metrics
+        transport = transport_metrics(real, synth, schema.domain_dict())
     if args.json:
         doc = {"warning": "NOT PRIVATE: computed from the real data; do not publish",
                **evaluation.to_dict()}
@@ -511,6 +515,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             doc["raw"] = fidelity.to_dict()
         if tstr is not None:
             doc["tstr"] = tstr
+        if transport is not None:
+            doc["transport"] = transport.to_dict()
         if broken is not None:
             doc["violations"] = broken
         print(json.dumps(doc, indent=1))
@@ -533,6 +539,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             a, b = tstr["train_synthetic"], tstr["train_real"]
             print(f"train on synthetic, test on real ({args.target}): accuracy "
                   f"{a['accuracy']:.3f} (trained on real: {b['accuracy']:.3f})")
+        if transport is not None:
+            print("PrivPGD paper metrics (embedding (c + 1/2) / k): " + ", ".join(
+                f"{k} {v:.4g}" for k, v in transport.to_dict().items()))
         if broken is not None:
             print("schema constraints: synthetic rows breaking each rule")
             for v in broken:
@@ -755,6 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--report", help="directory for the HTML + PNG report")
     e.add_argument("--result", help="result JSON from dpcore synth --result (AIM bounds)")
+    e.add_argument("--transport", action="store_true", help="also the PrivPGD paper's metrics: "
+                   "2-way TV, covariance, counting and threshold queries, SW1")
     e.add_argument("--target", help="a column to predict: train on synthetic, test on real "
                    "(needs scikit-learn: pip install 'dpcore[eval]')")
     e.add_argument("--debug", action="store_true", help="show the offending value in data "

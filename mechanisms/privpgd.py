@@ -103,8 +103,8 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     every epoch (the synthesizer drives a tqdm bar with it). ``discrete`` goes to
     :meth:`Curator.measure` (None: the exact discrete Gaussian for counts). Returns the snapped particles as a
     :class:`mechanisms.fem.MixtureModel` (uniform over the m synthetic records); the synthetic
-    table has ``synthetic_rows`` rows (default: the noisy total, at most m, drawn without
-    replacement from the particles).
+    table has ``synthetic_rows`` rows (default: the noisy total): each particle
+    ``rows // m`` times and a random subset of the rest, in random order.
     """
     timer = Timer()
     domain = curator.domain
@@ -186,8 +186,11 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     model = MixtureModel(domain, codes, total)
     from dpcore import Dataset
     rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(total)))
-    pick = (rng.choice(len(codes), size=rows, replace=False) if rows <= len(codes)
-            else rng.integers(len(codes), size=rows))
+    # every particle rows // m times, then a random subset: less variance than i.i.d. draws
+    m = len(codes)
+    pick = np.concatenate([np.tile(np.arange(m), rows // m),
+                           rng.choice(m, size=rows % m, replace=False)])
+    pick = pick[rng.permutation(rows)]
     synthetic = Dataset(codes[pick], domain)
     timer.add("generate", time.perf_counter() - start)
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records),

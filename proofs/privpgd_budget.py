@@ -7,6 +7,9 @@ neighbours it has sqrt(2), so the same sigma costs 2 / (2 sigma^2): the run is 2
 substitution neighbours, and the paper's calibration for substitution at budget rho uses
 sigma_sub = sqrt(2) sigma.
 
+Preconditions: P >= 1 attribute pairs, 0 < s < 1 (the planner checks both); counts without
+record weights (each record adds 1 to one cell of each marginal).
+
 Source: Donhauser et al. 2024 (Def. 2.1, Sec. 4 "Implementation of PrivPGD"; their code
 scales the unit-sensitivity sigma by sqrt(2)); AIM paper Prop. 1 for the Gaussian cost
 (proofs/gaussian.py); zCDP composition (proofs/zcdp_composition.py).

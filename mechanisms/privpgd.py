@@ -98,17 +98,18 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
             progress=None, threads: int = 0, discrete: bool | None = None) -> MechanismResult:
     """Run PrivPGD on ``curator`` (module docstring), spending its whole remaining budget.
 
-    ``workload``: validated (clique, weight) pairs (``mechanisms.plan.plan_privpgd`` checks the
-    options before any charge). ``progress``: a callable ``(epoch, epochs, loss)`` called after
+    ``workload``: a workload spec ("all-2way") or (clique, weight) pairs; its attribute pairs
+    are measured (``mechanisms.plan.plan_privpgd`` checks the options before any charge). ``progress``: a callable ``(epoch, epochs, loss)`` called after
     every epoch (the synthesizer drives a tqdm bar with it). ``discrete`` goes to
     :meth:`Curator.measure` (None: the exact discrete Gaussian for counts). Returns the snapped particles as a
     :class:`mechanisms.fem.MixtureModel` (uniform over the m synthetic records); the synthetic
     table has ``synthetic_rows`` rows (default: the noisy total): each particle
     ``rows // m`` times and a random subset of the rest, in random order.
     """
+    from .workload import make_workload
     timer = Timer()
     domain = curator.domain
-    pairs = attribute_pairs(workload)
+    pairs = attribute_pairs(make_workload(domain, workload))
     if not pairs:
         raise InvalidArgumentError("privpgd needs a workload with at least one attribute pair")
     if projection not in PROJECTIONS:

@@ -106,17 +106,18 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     table has ``synthetic_rows`` rows (default: the noisy total): each particle
     ``rows // m`` times and a random subset of the rest, in random order.
     """
-    from .workload import make_workload
+    from .plan import plan_privpgd
     timer = Timer()
     domain = curator.domain
-    pairs = attribute_pairs(make_workload(domain, workload))
-    if not pairs:
-        raise InvalidArgumentError("privpgd needs a workload with at least one attribute pair")
-    if projection not in PROJECTIONS:
-        raise InvalidArgumentError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
     rho = Fraction(curator.privacy_filter.remaining)
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
+    # every option, the particles' memory and the work, checked before the first charge
+    plan = plan_privpgd(domain, rho, workload=workload, particles=particles, epochs=epochs,
+                        lr=lr, projections=projections, batch=batch, keep=keep,
+                        step_size=step_size, gamma=gamma, total_share=total_share,
+                        projection=projection, rows=synthetic_rows, seed=None)
+    pairs = attribute_pairs(plan.options["workload"])
     rng = np.random.default_rng(seed)
     records: list[RoundRecord] = []
 

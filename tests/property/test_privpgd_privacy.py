@@ -85,3 +85,13 @@ def test_synthesizer_refuses_before_the_ledger_exists(tmp_path):
     assert fitted.verify().ok
     sample = fitted.sample(30)
     assert list(sample.columns) == ["a", "b"] and len(sample) == 30
+
+
+def test_the_mechanism_function_checks_before_its_first_charge():
+    data = TrackedDataset(np.zeros((5, 2), dtype=np.int64), Domain(("a", "b"), (2, 2)))
+    filt = PrivacyFilter.from_approx_dp(1.0, 1e-6)
+    curator = AuditedCurator(data, filt, seed=0)
+    for options in ({"particles": 10 ** 10}, {"epochs": 0}, {"projection": "sw1"}):
+        with pytest.raises(InvalidArgumentError):
+            privpgd(curator, workload="all-2way", **options)
+    assert filt.spent == 0 and curator.audit == 0

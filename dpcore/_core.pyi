@@ -122,3 +122,33 @@ def sample_group(
 def discrete_gaussian(
     sigma_sq_num: int, sigma_sq_den: int, count: int, key: bytes, nonce: int = 0
 ) -> npt.NDArray[np.int64]: ...
+
+# -- sliced Wasserstein, PrivPGD (bind_sliced_wasserstein.cpp) -------------------------------
+SLICED_KEY_BITS: int
+
+def sliced_wasserstein(
+    particles: npt.NDArray[np.float64],
+    pairs: Sequence[Sequence[int]],
+    tables: Sequence[npt.ArrayLike],
+    directions: npt.ArrayLike,
+    *,
+    grad: npt.NDArray[np.float64] | None = ...,
+    threads: int = ...,
+) -> float: ...
+def particle_adam_step(
+    x: npt.NDArray[np.float64],
+    grad: npt.NDArray[np.float64],
+    exp_avg: npt.NDArray[np.float64],
+    exp_avg_sq: npt.NDArray[np.float64],
+    columns: Sequence[int],
+    step: int,
+    *,
+    learning_rate: float = ...,
+    beta1: float = ...,
+    beta2: float = ...,
+    eps: float = ...,
+    keep: float = ...,
+    seed: int = ...,
+    threads: int = ...,
+) -> None: ...
+def snap_to_grid(particles: npt.ArrayLike, sizes: Sequence[int]) -> npt.NDArray[np.int64]: ...

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 EXIT_OK, EXIT_INPUT, EXIT_PRIVACY, EXIT_INCOMPLETE = 0, 2, 3, 4
 MECHANISMS = ("aim", "mst", "nist-mst", "mwem", "independent", "fem", "sepfem", "dqrs",
-              "mwem-explicit", "pep", "rap-softmax", "gem", "gem-pub")
+              "mwem-explicit", "pep", "rap-softmax", "gem", "gem-pub", "privpgd")
 # Mechanisms that read a public table (--public).
 PUBLIC_MECHANISMS = ("nist-mst", "gem-pub")
 DASK_MECHANISMS = ("aim", "mst", "mwem", "independent")   # their reads are marginals
@@ -279,9 +279,17 @@ def _synth(args: argparse.Namespace) -> int:
         options.update(workload=args.workload, rounds=args.rounds)
         if args.mechanism in ("fem", "sepfem", "dqrs"):
             options.pop("noise")      # these measure nothing: they only select
+    elif args.mechanism == "privpgd":
+        if args.max_model_size is not None or args.rounds:
+            raise CliError("--max-model-size and --rounds do not apply to privpgd")
+        options.update(workload=args.workload)
+        options.update({k: v for k, v in (("particles", args.particles), ("epochs", args.epochs),
+                                          ("lr", args.lr)) if v is not None})
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
         raise CliError(f"--workload, --max-model-size and --rounds apply to the workload "
                        f"mechanisms, not {args.mechanism}")
+    if args.mechanism != "privpgd" and (args.particles, args.epochs, args.lr) != (None,) * 3:
+        raise CliError(f"--particles, --epochs and --lr apply to privpgd, not {args.mechanism}")
     if (args.public is not None) != (args.mechanism in PUBLIC_MECHANISMS):
         raise CliError("--public PUBLIC.csv is required by --mechanism nist-mst (its public "
                        "provisional data) and gem-pub (its pretraining table), and applies to "
@@ -535,6 +543,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     tstr = None
     if args.target is not None:
         tstr = train_synthetic_test_real(real, synth, schema, args.target)
+    transport = None
+    if args.transport:
+        from dpcore.evaluation import transport_metrics
+        transport = transport_metrics(real, synth, schema.domain_dict())
     if args.json:
         doc = {"warning": "NOT PRIVATE: computed from the real data; do not publish",
                **evaluation.to_dict()}
@@ -542,6 +554,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             doc["raw"] = fidelity.to_dict()
         if tstr is not None:
             doc["tstr"] = tstr
+        if transport is not None:
+            doc["transport"] = transport.to_dict()
         if broken is not None:
             doc["violations"] = broken
         print(json.dumps(doc, indent=1))
@@ -564,6 +578,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             a, b = tstr["train_synthetic"], tstr["train_real"]
             print(f"train on synthetic, test on real ({args.target}): accuracy "
                   f"{a['accuracy']:.3f} (trained on real: {b['accuracy']:.3f})")
+        if transport is not None:
+            print("PrivPGD paper metrics (embedding (c + 1/2) / k): " + ", ".join(
+                f"{k} {v:.4g}" for k, v in transport.to_dict().items()))
         if broken is not None:
             print("schema constraints: synthetic rows breaking each rule")
             for v in broken:
@@ -715,7 +732,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--public; fem, sepfem, dqrs: FEM, sepFEM, DQRS (MILP oracle); mwem-explicit, pep: Adaptive "
                         "Measurements on an explicit histogram (small domains); rap-softmax, "
                         "gem, gem-pub (with --public): on a mixture of product distributions "
-                        "(gem needs pip install 'dpcore[deep]')")
+                        "(gem needs pip install 'dpcore[deep]'); privpgd: particle gradient "
+                        "descent on 2-way marginals (PrivPGD)")
     s.add_argument("--data", help="CSV (or .parquet) of sensitive records")
     s.add_argument("--schema", help="public schema JSON, or an mbi-style {column: size} domain")
     s.add_argument("--dataset", help=f"a bundled dataset instead of --data/--schema "
@@ -736,6 +754,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: aim 80, mwem 8192)")
     s.add_argument("--rounds", type=int, help="rounds: AIM's T (default 16 x columns) or MWEM's "
                    "count (default 10)")
+    s.add_argument("--particles", type=int, help="privpgd: particles m (default 100000)")
+    s.add_argument("--epochs", type=int, help="privpgd: epochs (default 1000)")
+    s.add_argument("--lr", type=float, help="privpgd: initial learning rate (default 0.1)")
     s.add_argument("--delimiter", default=",", help="CSV delimiter")
     s.add_argument("--engine", choices=("memory", "dask"), default="memory",
                    help="memory: read --data here (default); dask: --data is a glob or "
@@ -788,6 +809,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--report", help="directory for the HTML + PNG report")
     e.add_argument("--result", help="result JSON from dpcore synth --result (AIM bounds)")
+    e.add_argument("--transport", action="store_true", help="also the PrivPGD paper's metrics: "
+                   "2-way TV, covariance, counting and threshold queries, SW1")
     e.add_argument("--target", help="a column to predict: train on synthetic, test on real "
                    "(needs scikit-learn: pip install 'dpcore[eval]')")
     e.add_argument("--debug", action="store_true", help="show the offending value in data "

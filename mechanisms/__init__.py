@@ -19,6 +19,7 @@ _EXPORTS = {
     "NISTMST": "mechanisms.synthesizer",
     "MWEMHistogram": "mechanisms.synthesizer",
     "PEP": "mechanisms.synthesizer",
+    "PrivPGD": "mechanisms.synthesizer",
     "MechanismResult": "mechanisms.result",
     "RoundRecord": "mechanisms.result",
 }

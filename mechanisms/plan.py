@@ -354,3 +354,47 @@ def plan_pep(domain, rho, **options) -> Plan:
 
 PLANNERS.update({"mwem-explicit": plan_mwem_explicit, "pep": plan_pep})
 PLANNERS.update({f: partial(plan_adaptive, family=f) for f in ("rap-softmax", "gem", "gem-pub")})
+
+
+# PrivPGD (mechanisms.privpgd). Memory: the particles, their gradient and two Adam moments are
+# m x d doubles each, and a kernel call keeps per-particle scratch (~300 bytes a particle: the
+# gradient buffers of up to 16 tasks and two threads' workspaces). Work: epochs x pairs x K
+# projections of m particles; past PRIVPGD_MAX_WORK (~10x the paper's default on Adult, hours
+# of CPU) a run is refused as a likely typo before any charge.
+PRIVPGD_SCRATCH_CELLS = 40
+PRIVPGD_MAX_WORK = 10 ** 12
+
+
+def plan_privpgd(domain, rho, *, workload="all-2way", particles=100_000, epochs=1000, lr=0.1,
+                 projections=10, batch=5, keep=0.2, step_size=50, gamma=0.75,
+                 total_share=0.01, projection="simplex", rows=None, seed=None) -> Plan:
+    """PrivPGD (``mechanisms.privpgd.privpgd``), checked: at least one attribute pair, the
+    options' ranges, the particles' memory (4 m d + 40 m cells within the cell cap) and the
+    descent's work (epochs x pairs x projections x m <= ``PRIVPGD_MAX_WORK``)."""
+    from .privpgd import attribute_pairs, check_options
+    d, rho = len(domain), Fraction(rho)
+    work = _workload(domain, workload)
+    pairs = attribute_pairs(work)
+    if not pairs:
+        raise InvalidArgumentError("privpgd fits 2-way marginals: the schema needs >= 2 columns "
+                                   "and the workload a marginal of >= 2 of them")
+    options = check_options(particles, epochs, lr, projections, batch, keep, step_size, gamma,
+                            total_share, projection)
+    m = options["particles"]
+    cells = m * (4 * d + PRIVPGD_SCRATCH_CELLS)
+    if cells > cell_cap():
+        raise InvalidArgumentError(
+            f"particles={m} needs {_mb(cells):.0f} MB for {d} columns, more than the cap "
+            f"{_mb(cell_cap()):.0f} MB (the cell cap, 8 bytes a cell): use fewer particles")
+    effort = options["epochs"] * len(pairs) * options["projections"] * m
+    if effort > PRIVPGD_MAX_WORK:
+        raise InvalidArgumentError(
+            f"epochs x pairs x projections x particles = {effort:.3g} exceeds {PRIVPGD_MAX_WORK:.0e} "
+            f"(hours of CPU): use fewer epochs, projections or particles")
+    batch_cells = _check_batch(max(max(domain.size(p) for p in pairs), _largest_oneway(domain)),
+                               "a PrivPGD measurement", "coarsen the schema")
+    return Plan("privpgd", rho, MappingProxyType({"workload": work, **options}),
+                check_rows(rows, d), check_seed(seed), batch_cells)
+
+
+PLANNERS["privpgd"] = plan_privpgd

@@ -40,6 +40,7 @@ MODULES = (
     "sepfem_separator",
     "dqrs_rejection",
     "structural_constraints",
+    "privpgd_budget",
 )
 
 

@@ -179,6 +179,30 @@ def _check_fit(calibrator, n_slope, total, extra, max_iters, tol, callback):
          np.zeros(p), max_iters, tol, 1.0, False, callback)
 
 
+@st.composite
+def clouds(draw):
+    """Particles in [0, 1] (C or Fortran order), sometimes hostile."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.random((draw(st.integers(0, 5)), draw(st.integers(0, 4))))
+    return draw(st.sampled_from([x, np.asfortranarray(x), x * 3 - 1]))
+
+
+def _check_sliced(x, pairs, tables, directions, with_grad, threads):
+    grad = np.zeros_like(x) if with_grad and isinstance(x, np.ndarray) and x.dtype == float else None
+    out = call(_core.sliced_wasserstein, x, pairs, tables, directions, grad=grad, threads=threads)
+    if out is not None:
+        assert math.isfinite(out) and out >= 0
+
+
+def _check_adam(x, columns, step, keep):
+    if not (isinstance(x, np.ndarray) and x.dtype == float and x.ndim == 2):
+        return call(_core.particle_adam_step, x, x, x, x, columns, step, keep=keep)
+    x = x.copy(order="K")
+    g, a, q = np.ones_like(x), np.zeros_like(x), np.zeros_like(x)
+    call(_core.particle_adam_step, x, g, a, q, columns, step, keep=keep)
+    assert not np.isnan(x).any()
+
+
 CALLBACKS = st.sampled_from([None, lambda *a: None, lambda *a: "x", lambda *a: True, 3, "f"])
 
 # name -> strategy of zero-argument thunks (each one call with the harness's checks).
@@ -266,6 +290,19 @@ CASES = {
         either(records()), either(st.lists(st.integers(-1, 5), max_size=4)),
         st.one_of(st.none(), HOSTILE)),
     # Exact noise (bind_noise.cpp): types and signs only; counts stay small here.
+    "sliced_wasserstein": st.builds(
+        lambda x, p, t, d, g, th: lambda: _check_sliced(x, p, t, d, g, th),
+        either(clouds()), either(st.lists(either(st.tuples(small_ints, small_ints)), max_size=3)),
+        either(st.lists(either(st.builds(lambda a, b: np.ones((a, b)), st.integers(0, 3),
+                                         st.integers(0, 3))), max_size=3)),
+        either(st.builds(lambda t, k: np.ones((t, k, 2)) / np.sqrt(2), st.integers(0, 3),
+                         st.integers(0, 3))),
+        st.booleans(), either(st.integers(-1, 3))),
+    "particle_adam_step": st.builds(
+        lambda x, c, s, k: lambda: _check_adam(x, c, s, k), either(clouds()), either(id_lists),
+        either(st.integers(-1, 3)), either(st.floats(-0.5, 1.5))),
+    "snap_to_grid": st.builds(lambda x, s: lambda: call(_core.snap_to_grid, x, s),
+                              either(clouds()), either(st.lists(small_ints, max_size=4))),
     "discrete_gaussian": st.builds(
         lambda n, d, count, seed: lambda: call(_core.discrete_gaussian, n, d, count, seed),
         either(st.integers(-2, 10**6)), either(st.integers(-2, 10**3)),

@@ -496,3 +496,20 @@ def test_oracle_mechanisms_run_from_the_cli_and_verify(work, capsys, mechanism):
     assert code == 0, err
     assert (work / "out.csv").exists()
     assert verify_ledger(Ledger.load(work / "ledger.json")).ok
+
+
+def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
+    argv = synth_args(work, **{"--mechanism": "privpgd", "--particles": "300", "--epochs": "3",
+                               "--lr": "0.05", "--seed": "1"})
+    code, err = run(argv, capsys)
+    assert code == 0, err
+    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
+    (work / "ledger.json").unlink()
+    (work / "out.csv").unlink()
+    for extra, expected in [({"--mechanism": "privpgd", "--particles": str(10 ** 10)}, "particles"),
+                            ({"--mechanism": "privpgd", "--epochs": "0"}, "epochs"),
+                            ({"--mechanism": "mst", "--particles": "100"}, "apply to privpgd")]:
+        code, err = run(synth_args(work, **extra), capsys)
+        assert code == 2 and expected in err and "\n" not in err.strip(), err
+        assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()

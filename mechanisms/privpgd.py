@@ -1,0 +1,234 @@
+"""PrivPGD (Donhauser, Abad, Hulkund, Yang, ICML 2024): private particle gradient descent.
+
+Measure (Alg. 1 step 2, one shot): a noisy record count (the sum of the smallest attribute's
+noisy 1-way marginal, ``total_share`` of the budget) and every attribute pair of the workload
+(default all 2-way marginals) with Gaussian noise, the rest of the budget split equally.
+Everything after is post-processing (Lemma 3.2) and costs nothing:
+
+1. *projection* (Sec. 3.2): each noisy marginal becomes a probability table on its grid, by
+   Euclidean projection of (noisy counts / noisy total) onto the simplex (``"simplex"``,
+   default) or by the paper's initialisation, clipping negatives and renormalising
+   (``"clip"``). The paper refines the clipped table by 1750 Adam steps on SW1 (eq. 5); we do
+   not (see Departures).
+2. *optimisation* (Alg. 3, eq. 7-8): m particles start uniform in [0, 1]^d (the embedding of
+   eq. 4 puts value c of an attribute of size k at (c + 1/2) / k); each epoch visits every
+   marginal once, in mini-batches of ``batch`` marginals; a step adds the gradient of
+   SW2^2 over ``projections`` random directions per marginal (``dpcore.sliced_wasserstein``,
+   C++) and takes one sparse Adam step in which each gradient entry is kept with probability
+   ``keep`` (the paper drops 80%), then clips to [0, 1]. The learning rate starts at ``lr``
+   and is multiplied by ``gamma`` every ``step_size`` epochs (PyTorch StepLR).
+3. *finalisation* (Alg. 3 line 8): each particle snaps to its nearest grid cell.
+
+Privacy: the charges are ``GaussianEvent(sigma, 1)`` per measured marginal (add/remove
+neighbours: one record changes one cell of a count marginal by 1, L2 sensitivity 1; AIM paper
+Prop. 1, proofs/gaussian.py), through :meth:`dpcore.Curator.measure`, each charged before the
+data is read, shares summing exactly to the budget with the calibration residue retired
+(proofs/privpgd_budget.py).
+
+Departures from the paper and its code, stated:
+
+* Neighbours: the paper (Def. 2.1) and its code use *substitution* neighbours with n public
+  (each marginal's noise calibrated to L2 sensitivity sqrt(2), the true n normalising the
+  marginals). We use add/remove neighbours (L2 sensitivity 1, as every dpcore mechanism) and
+  a noisy n. A substitution moves one record between two cells of each marginal, so the same
+  sigma costs twice the zCDP under substitution: our rho-zCDP (add/remove) run is
+  2rho-zCDP for substitution neighbours, and at the same (epsilon, delta) our sigma is the
+  paper's / sqrt(2) (proofs/privpgd_budget.py checks the constant).
+* Projection: the simplex projection (or clipping) replaces the SW1 gradient descent of eq. 5.
+* Quantisation (eq. 6): the target is the projected table itself, matched through its quantile
+  function (the limit of the paper's quantisation with m particles, without its sampling).
+* The domain regulariser R (Sec. 4.4) is not implemented.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from dpcore import _core
+from dpcore.accounting.calibration import gaussian_sigma
+from dpcore.errors import InvalidArgumentError
+
+from .fem import MixtureModel
+from .result import MechanismResult, RoundRecord, Timer
+
+__all__ = ["PROJECTIONS", "privpgd", "project_simplex", "attribute_pairs"]
+
+PROJECTIONS = ("simplex", "clip")
+
+
+def attribute_pairs(workload) -> list[tuple[str, str]]:
+    """Every attribute pair inside some workload marginal, in first-seen order (PrivPGD fits
+    2-D marginals; a 3-way workload marginal contributes its three pairs)."""
+    pairs: dict[tuple[str, str], None] = {}
+    for clique, weight in workload:
+        if weight > 0:
+            for pair in itertools.combinations(clique, 2):
+                pairs[pair] = None
+    return list(pairs)
+
+
+def project_simplex(v: np.ndarray) -> np.ndarray:
+    """The Euclidean projection of ``v`` onto the probability simplex {p >= 0, sum p = 1}:
+    p = max(v - tau, 0) with tau chosen so the sum is 1 (sort-based, O(n log n))."""
+    v = np.asarray(v, dtype=np.float64).ravel()
+    u = np.sort(v)[::-1]
+    cumulative = np.cumsum(u) - 1.0
+    ranks = np.arange(1, v.size + 1)
+    rho = np.nonzero(u - cumulative / ranks > 0)[0][-1]
+    return np.maximum(v - cumulative[rho] / (rho + 1), 0.0)
+
+
+def _project(noisy: np.ndarray, total: float, method: str) -> np.ndarray:
+    if method == "simplex":
+        return project_simplex(noisy / total)
+    clipped = np.maximum(noisy, 0.0)
+    if clipped.sum() <= 0:      # every cell noised below zero: nothing is known, be uniform
+        return np.full(noisy.size, 1.0 / noisy.size)
+    return clipped / clipped.sum()
+
+
+def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, lr: float = 0.1,
+            projections: int = 10, batch: int = 5, keep: float = 0.2, step_size: int = 50,
+            gamma: float = 0.75, total_share: float = 0.01, projection: str = "simplex",
+            synthetic_rows: int | None = None, seed=None, callback=None,
+            progress=None, threads: int = 0, discrete: bool | None = None) -> MechanismResult:
+    """Run PrivPGD on ``curator`` (module docstring), spending its whole remaining budget.
+
+    ``workload``: a workload spec ("all-2way") or (clique, weight) pairs; its attribute pairs
+    are measured (``mechanisms.plan.plan_privpgd`` checks the options before any charge). ``progress``: a callable ``(epoch, epochs, loss)`` called after
+    every epoch (the synthesizer drives a tqdm bar with it). ``discrete`` goes to
+    :meth:`Curator.measure` (None: the exact discrete Gaussian for counts). Returns the snapped particles as a
+    :class:`mechanisms.fem.MixtureModel` (uniform over the m synthetic records); the synthetic
+    table has ``synthetic_rows`` rows (default: the noisy total): each particle
+    ``rows // m`` times and a random subset of the rest, in random order.
+    """
+    from .plan import plan_privpgd
+    timer = Timer()
+    domain = curator.domain
+    rho = Fraction(curator.privacy_filter.remaining)
+    if rho <= 0:
+        raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
+    # every option, the particles' memory and the work, checked before the first charge
+    plan = plan_privpgd(domain, rho, workload=workload, particles=particles, epochs=epochs,
+                        lr=lr, projections=projections, batch=batch, keep=keep,
+                        step_size=step_size, gamma=gamma, total_share=total_share,
+                        projection=projection, rows=synthetic_rows, seed=None)
+    pairs = attribute_pairs(plan.options["workload"])
+    rng = np.random.default_rng(seed)
+    records: list[RoundRecord] = []
+
+    def log(clique, sigma, spent, start):
+        record = RoundRecord(len(records), "measure", tuple(clique), sigma, None, 1.0, 0,
+                             Fraction(spent), time.perf_counter() - start)
+        records.append(record)
+        if callback is not None:
+            callback(record)
+
+    # --- measure: the total, then every pair, each an exact share of what is left
+    start = time.perf_counter()
+    smallest = min(domain.attrs, key=lambda a: domain[a])
+    sigma = gaussian_sigma(rho * Fraction(total_share))
+    before = curator.privacy_filter.spent
+    total = max(1.0, float(np.sum(curator.measure((smallest,), sigma, discrete=discrete))))
+    log((smallest,), sigma, curator.privacy_filter.spent - before, start)
+    end = Fraction(curator.privacy_filter.spent) + (rho - rho * Fraction(total_share))
+    noisy = []
+    for i, pair in enumerate(pairs):
+        start = time.perf_counter()
+        left = end - Fraction(curator.privacy_filter.spent)
+        sigma = gaussian_sigma(left / (len(pairs) - i))
+        before = curator.privacy_filter.spent
+        noisy.append(curator.measure(pair, sigma, discrete=discrete))
+        log(pair, sigma, curator.privacy_filter.spent - before, start)
+    retired = curator.retire("PrivPGD calibration residue")
+    timer.add("measure", sum(r.seconds for r in records))
+
+    # --- post-processing: project, descend, snap
+    start = time.perf_counter()
+    index = {a: k for k, a in enumerate(domain.attrs)}
+    cols = [(index[a], index[b]) for a, b in pairs]
+    tables = [_project(y, total, projection).reshape(domain[a], domain[b])
+              for (a, b), y in zip(pairs, noisy)]
+    timer.add("project", time.perf_counter() - start)
+
+    start = time.perf_counter()
+    d = len(domain)
+    x = np.asfortranarray(rng.random((int(particles), d)))
+    grad, avg, sq = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x)
+    adam_seed = int(rng.integers(2 ** 63))
+    step, losses = 0, []
+    for epoch in range(int(epochs)):
+        rate = float(lr) * float(gamma) ** (epoch // int(step_size))
+        order = rng.permutation(len(pairs))
+        loss = 0.0
+        for b in range(0, len(pairs), int(batch)):
+            chosen = order[b:b + int(batch)]
+            directions = rng.normal(size=(len(chosen), int(projections), 2))
+            directions /= np.linalg.norm(directions, axis=2, keepdims=True)
+            loss += _core.sliced_wasserstein(x, [cols[t] for t in chosen],
+                                             [tables[t] for t in chosen], directions,
+                                             grad=grad, threads=threads)
+            step += 1
+            touched = sorted({c for t in chosen for c in cols[t]})
+            # eps 1e-10: the paper's code scales the loss by 100 with Adam's eps 1e-8
+            _core.particle_adam_step(x, grad, avg, sq, touched, step, learning_rate=rate,
+                                     eps=1e-10, keep=float(keep), seed=adam_seed,
+                                     threads=threads)
+        losses.append(loss)
+        if progress is not None:
+            progress(epoch + 1, int(epochs), loss)
+    timer.add("optimise", time.perf_counter() - start)
+
+    start = time.perf_counter()
+    codes = _core.snap_to_grid(x, [domain[a] for a in domain.attrs])
+    model = MixtureModel(domain, codes, total)
+    from dpcore import Dataset
+    rows = synthetic_rows if synthetic_rows is not None else max(1, int(round(total)))
+    # every particle rows // m times, then a random subset: less variance than i.i.d. draws
+    m = len(codes)
+    pick = np.concatenate([np.tile(np.arange(m), rows // m),
+                           rng.choice(m, size=rows % m, replace=False)])
+    pick = pick[rng.permutation(rows)]
+    synthetic = Dataset(codes[pick], domain)
+    timer.add("generate", time.perf_counter() - start)
+    return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records),
+                           timer.done(), {"pairs": tuple(pairs), "total": total,
+                                          "retired_rho": retired, "losses": tuple(losses),
+                                          "tables": tuple(tables)})
+
+
+def check_options(particles, epochs, lr, projections, batch, keep, step_size, gamma,
+                  total_share, projection) -> dict:
+    """The options, validated (types and ranges; sizes are the planner's job)."""
+    def integer(name, value, low, high):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not (
+                low <= int(value) <= high):
+            raise InvalidArgumentError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+        return int(value)
+
+    def real(name, value, low, high, closed_high=False):
+        ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.floating))
+              and math.isfinite(float(value)) and low < float(value)
+              and (float(value) <= high if closed_high else float(value) < high))
+        if not ok:
+            bracket = "]" if closed_high else ")"
+            raise InvalidArgumentError(f"{name} must be a number in ({low}, {high}{bracket}, "
+                                       f"got {value!r}")
+        return float(value)
+
+    if projection not in PROJECTIONS:
+        raise InvalidArgumentError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+    return {"particles": integer("particles", particles, 1, 2 ** 32 - 1),
+            "epochs": integer("epochs", epochs, 1, 10 ** 6),
+            "lr": real("lr", lr, 0.0, 10.0),
+            "projections": integer("projections", projections, 1, 10 ** 4),
+            "batch": integer("batch", batch, 1, 10 ** 6),
+            "keep": real("keep", keep, 0.0, 1.0, closed_high=True),
+            "step_size": integer("step_size", step_size, 1, 10 ** 6),
+            "gamma": real("gamma", gamma, 0.0, 1.0, closed_high=True),
+            "total_share": real("total_share", total_share, 0.0, 1.0),
+            "projection": projection}

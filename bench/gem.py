@@ -101,8 +101,9 @@ def records_marginal(attrs, sizes, records):
     return marginal
 
 
-def child(mechanism: str, seed: int) -> dict:
-    """One dpcore run in this process; returns its scores."""
+def child(mechanism: str, seed: int, out: str) -> dict:
+    """One dpcore run in this process: saves the released mixture's tables in the one-hot layout
+    to ``out`` (the parent scores it, as it scores the authors' output)."""
     from fractions import Fraction
 
     from dpcore import Curator, Dataset, Domain
@@ -124,9 +125,8 @@ def child(mechanism: str, seed: int) -> dict:
     result = adaptive_measurements(curator, family=family, seed=seed, synthetic_rows=1000,
                                    **plan.options)
     assert verify_ledger(result.ledger).ok
-    error, top = scores(result.model.marginal, attrs, sizes, codes, workload)
-    return {"error": error, "max_error": top, "rounds": plan.options["rounds"],
-            "per_round": plan.options["per_round"]}
+    np.savez(out, model=np.concatenate(result.model.tables, axis=1))
+    return {"rounds": plan.options["rounds"], "per_round": plan.options["per_round"]}
 
 
 def timed(cmd, env) -> tuple[float, str]:
@@ -145,12 +145,16 @@ def last_json(output: str) -> dict:
     return json.loads([line for line in output.splitlines() if line.startswith("{")][-1])
 
 
-def run_ours(mechanism: str, seed: int, env) -> dict:
-    cpu, output = timed([sys.executable, __file__, "--child", mechanism, str(seed)], env)
+def run_ours(mechanism: str, seed: int, env, scratch: str) -> dict:
+    out = os.path.join(scratch, f"dpcore-{mechanism}-{seed}.npz")
+    cpu, output = timed([sys.executable, __file__, "--child", mechanism, str(seed), out], env)
     row = last_json(output)
+    attrs, sizes, codes, _, workload = load(mechanism)
+    error, top = scores(mixture(attrs, sizes, np.load(out)["model"]).marginal, attrs, sizes,
+                        codes, workload)
     return {"side": "dpcore", "mechanism": mechanism, "seed": seed, "cpu": cpu,
             "setting": f"T = {row['rounds']} x {row['per_round']} marginals",
-            "error": row["error"], "max_error": row["max_error"]}
+            "error": error, "max_error": top}
 
 
 def run_theirs(config: str, seed: int, env, scratch: str) -> dict:
@@ -275,11 +279,11 @@ def main() -> None:
     parser.add_argument("--log", default=str(HERE / "results" / "gem.jsonl"),
                         help="runs are appended here; the table is rendered from all of it")
     parser.add_argument("--fresh", action="store_true", help="empty the log first")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "results" / "gem.md"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]))))
+        print(json.dumps(child(args.child[0], int(args.child[1]), args.child[2])))
         return
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(ROOT)}
     if args.theirs and not THEIR_PYTHON.exists():
@@ -294,7 +298,7 @@ def main() -> None:
             todo = [("dpcore", m) for m in args.mechanisms] + \
                 [("iterative-dp", c) for c in args.theirs]
             for side, name in todo:
-                row = (run_ours(name, seed, env) if side == "dpcore"
+                row = (run_ours(name, seed, env, scratch) if side == "dpcore"
                        else run_theirs(name, seed, env, scratch))
                 print(row, flush=True)
                 with open(log, "a") as f:

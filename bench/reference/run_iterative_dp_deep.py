@@ -22,8 +22,10 @@ lr 0.1, n' = 1000, their default K = 10). Nothing of theirs is edited; the diffe
 * Output: the released mixture as a matrix of per-component probabilities over the one-hot
   layout (one row per product distribution): GEM's generator applied to its fixed z (B rows;
   the paper's output, the EMA of the second half's weights, for beta 0.5, 0.9 and 0.99 as their
-  evaluation tries, and the last iterate), RAP-softmax's relaxed dataset after the softmax
-  (n' rows; its answers are the mixture's exact answers, as their evaluation computes them).
+  evaluation tries, and the last iterate; their EMA runs from the oldest saved epoch to the
+  newest, so a larger beta leans towards round T/2 + 1), RAP-softmax's relaxed dataset after
+  the softmax (n' rows; its answers are the mixture's exact answers, as their evaluation
+  computes them).
   For GEM it also saves the records their evaluation samples from the EMA-0.9 mixture
   (100000 // B draws per component), so a scorer can use either.
 * Budget: their own conversions of (epsilon, delta = 1/n^2): util.get_eps0_zCDP for GEM,
@@ -102,8 +104,10 @@ def run_gem(args, data, workload, out):
 
         arrays = {"last": probs()}
         for beta in (0.5, 0.9, 0.99):
-            model.generator.load_state_dict(get_ema_weights(model, args.T, k_thresh, beta,
-                                                            save_dir + "/"))
+            # Two statements, as their __main__: get_ema_weights loads the saved epochs into
+            # ``model``, replacing model.generator, so the weights go into the new one.
+            weights = get_ema_weights(model, args.T, k_thresh, beta, save_dir + "/")
+            model.generator.load_state_dict(weights)
             arrays[f"ema_{beta}"] = probs()
         # The records their evaluation samples, from the EMA-0.9 generator now loaded.
         fake = model.generate_fake_data(model.mean, model.std).detach()

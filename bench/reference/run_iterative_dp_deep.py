@@ -26,7 +26,7 @@ lr 0.1, n' = 1000, their default K = 10). Nothing of theirs is edited; the diffe
   newest, so a larger beta leans towards round T/2 + 1), RAP-softmax's relaxed dataset after
   the softmax (n' rows; its answers are the mixture's exact answers, as their evaluation
   computes them).
-  For GEM it also saves the records their evaluation samples from the EMA-0.9 mixture
+  For GEM it also saves the records their evaluation samples from the EMA-0.99 mixture
   (100000 // B draws per component), so a scorer can use either.
 * Budget: their own conversions of (epsilon, delta = 1/n^2): util.get_eps0_zCDP for GEM,
   rap.get_rho for RAP.
@@ -109,11 +109,11 @@ def run_gem(args, data, workload, out):
             weights = get_ema_weights(model, args.T, k_thresh, beta, save_dir + "/")
             model.generator.load_state_dict(weights)
             arrays[f"ema_{beta}"] = probs()
-        # The records their evaluation samples, from the EMA-0.9 generator now loaded.
+        # The records their evaluation samples, from the generator now loaded (EMA 0.99).
         fake = model.generate_fake_data(model.mean, model.std).detach()
         rows = [model.get_onehot(fake).cpu() for _ in range(100000 // args.B)]
         records = model.transformer.inverse_transform(torch.cat(rows, dim=0), None)
-        arrays["records_ema_0.9"] = records[list(data.domain.attrs)].to_numpy(np.int16)
+        arrays["records_ema_0.99"] = records[list(data.domain.attrs)].to_numpy(np.int16)
     np.savez(out, **arrays)
     # Their own max error over the workload's cells after the last round (last iterate), for
     # bench/gem.py to check its scorer against.

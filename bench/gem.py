@@ -18,7 +18,9 @@ first public (pretraining), the second private (the run, scored against the seco
 
     bench/reference/setup_iterative_dp_deep.sh            # their code and venv (torch CPU)
     python bench/gem.py --seeds 0 1 2                     # writes bench/results/gem.md
-    python bench/gem.py --seeds 0 --theirs                # only dpcore's side: --theirs none
+    python bench/gem.py --seeds 0 --theirs                # dpcore's side only (no names)
+    python bench/gem.py --seeds 2 --theirs gem:250 rap    # a piece; the log keeps the rest
+    python bench/gem.py --mechanisms --theirs             # no runs: re-render from the log
 """
 from __future__ import annotations
 

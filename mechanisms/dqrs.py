@@ -32,10 +32,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpcore.accounting.calibration import gaussian_sigma
 from dpcore.errors import InvalidArgumentError
 
-from .fem import MixtureModel, Oracle, Program, Queries, check_fem_domain, milp_oracle
+from .fem import (MixtureModel, Oracle, Program, Queries, check_fem_domain, milp_oracle,
+                  noisy_total)
 from .result import MechanismResult, RoundRecord, Timer
 from .workload import make_workload
 
@@ -113,16 +113,8 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
         raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     rng = np.random.default_rng(seed)
     records: list[RoundRecord] = []
-    if total is None:   # a public count (as FEM)
-        start = time.perf_counter()
-        smallest = min(domain.attrs, key=lambda a: domain[a])
-        sigma = gaussian_sigma(Fraction(curator.privacy_filter.remaining) * Fraction(total_share))
-        before = curator.privacy_filter.spent
-        total = max(1.0, float(np.sum(curator.measure((smallest,), sigma))))
-        records.append(RoundRecord(-1, "measure", (smallest,), sigma, None, 1.0, 1,
-                                   Fraction(curator.privacy_filter.spent - before),
-                                   time.perf_counter() - start))
-        timer.add("measure", records[-1].seconds)
+    if total is None:   # a public count, as FEM's
+        total = noisy_total(curator, total_share, records, timer)
     total = float(total)
     T = dqrs_rounds(Fraction(curator.privacy_filter.remaining), eta, samples, total, cap)
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -249,6 +249,23 @@ class Queries:
         return np.concatenate(out).astype(np.float64) / max(len(records), 1)
 
 
+def noisy_total(curator, total_share, records: list, timer: Timer) -> float:
+    """A public record count for the scores (module docstring): the sum of the smallest
+    attribute's 1-way marginal, measured with ``total_share`` of the remaining budget (recorded
+    in ``records`` and ``timer``)."""
+    domain = curator.domain
+    start = time.perf_counter()
+    smallest = min(domain.attrs, key=lambda a: domain[a])
+    sigma = gaussian_sigma(Fraction(curator.privacy_filter.remaining) * Fraction(total_share))
+    before = curator.privacy_filter.spent
+    total = max(1.0, float(np.sum(curator.measure((smallest,), sigma))))
+    records.append(RoundRecord(-1, "measure", (smallest,), sigma, None, 1.0, 1,
+                               Fraction(curator.privacy_filter.spent - before),
+                               time.perf_counter() - start))
+    timer.add("measure", records[-1].seconds)
+    return total
+
+
 def check_fem_domain(domain, cliques) -> int:
     """Refuse, from public sizes only, a domain past :data:`MAX_FEATURES` binary features or a
     workload past :data:`MAX_QUERIES` queries; returns the number of queries."""
@@ -310,15 +327,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     records: list[RoundRecord] = []
 
     if total is None:   # a public count for the scores (module docstring)
-        start = time.perf_counter()
-        smallest = min(domain.attrs, key=lambda a: domain[a])
-        sigma = gaussian_sigma(Fraction(curator.privacy_filter.remaining) * Fraction(total_share))
-        before = curator.privacy_filter.spent
-        total = max(1.0, float(np.sum(curator.measure((smallest,), sigma))))
-        records.append(RoundRecord(-1, "measure", (smallest,), sigma, None, 1.0, 1,
-                                   Fraction(curator.privacy_filter.spent - before),
-                                   time.perf_counter() - start))
-        timer.add("measure", records[-1].seconds)
+        total = noisy_total(curator, total_share, records, timer)
     total = float(total)
 
     queries = Queries.of(domain, cliques)

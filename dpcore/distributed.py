@@ -131,7 +131,8 @@ class DistributedTable:
     which must see the same paths), or a Dask DataFrame of raw values with the schema's
     columns. ``schema``: the public schema the data is encoded with; ``measured``: the
     schema of the columns the curator holds (default: all of them). ``client``: the
-    ``distributed.Client`` to run on (default: the current one).
+    ``distributed.Client`` to run on (default: the current one; with no client at all, Dask's
+    local scheduler counts in this process, which then reads the raw rows itself).
     """
 
     weights = None     # records count once each: sensitivity 1, as for an unweighted Dataset
@@ -148,6 +149,7 @@ class DistributedTable:
         self._batch_bytes = int(batch_bytes)
         self._cache: dict[tuple[str, ...], np.ndarray] = {}
         self.passes = 0           # passes over the data so far (public: a count of calls)
+        self._digest: str | None = None   # the first pass's input digest (the ledger's)
         if hasattr(source, "to_delayed"):
             self._files: list[str] | None = None
             self._frame = source
@@ -195,6 +197,12 @@ class DistributedTable:
                                f"{str(exc)[:200]}") from None
         self.passes += 1
         whole = hashlib.sha256("\n".join(digests).encode()).hexdigest()
+        if self._digest is None:
+            self._digest = whole
+        elif whole != self._digest:
+            # one run, one input: a later pass over changed files must not mix two datasets
+            raise ClusterError(f"the input changed between passes over the data (digest "
+                               f"{whole[:12]} after {self._digest[:12]}); rerun on a fixed input")
         return [np.asarray(t, dtype=np.float64).reshape(self._domain.project(c).shape)
                 for t, c in zip(tables, cliques)], whole
 

@@ -23,6 +23,12 @@ offsets 2 n̂ Σ_τ q(x^τ) / t, ε²/8-zCDP each. A keep flag is (η/n̂) max(1
 filter before the data is read, by zCDP composition instead of the paper's advanced
 composition. T is the most rounds the budget pays for in the worst case (s flags a round);
 the last round needs neither flags nor fresh draws. The oracle never sees the data.
+
+One departure from Lemma 8's exactness, stated: a keep flag reads q(D) as min(c_q, n̂)/n̂ (its
+share must stay in [0, 1] for the probability to be one), while a fresh draw scores the
+unclipped c_q. When the noisy n̂ falls below a query's count (rare: n̂ is within a few σ of n),
+kept samples and fresh draws follow slightly different laws for that query. Privacy is
+unaffected; only the sampling of S_{t+1} departs from Q^{t+1} for those queries.
 """
 from __future__ import annotations
 

@@ -76,6 +76,15 @@ def test_batch_cap_leaves_the_big_tables_to_later_passes(client, files):
     assert table.passes == 2
 
 
+def test_an_input_changed_between_passes_fails_the_later_pass(client, files):
+    folder, _ = files
+    table = DistributedTable(folder, SCHEMA, client=client, batch_bytes=8 * 20)
+    table.prefetch([("a",)])
+    _frame(300, 9).to_csv(folder / "part1.csv", index=False)     # the input moves under us
+    with pytest.raises(ClusterError, match="input changed between passes"):
+        table.marginals([("a", "b", "d")])
+
+
 @pytest.mark.parametrize("name, options", [("mst", {}), ("aim", {"workload": "all-2way"})])
 def test_fit_distributed_gives_the_in_memory_run(client, files, name, options):
     folder, whole = files

@@ -16,6 +16,7 @@ import numpy as np
 from dpcore import _core
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from dpcore.factor import Factor
+from dpcore.schema import code_dtype
 
 __all__ = ["JunctionTree", "CalibratedTree"]
 
@@ -35,13 +36,6 @@ def block_seed(seed: int, block: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(block)]).generate_state(1, np.uint64)[0])
 
 
-def code_dtype(shape: Sequence[int]) -> np.dtype:
-    """The smallest unsigned dtype holding codes ``0 .. size-1`` of every attribute."""
-    top = max(shape, default=1)
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dt).max + 1:
-            return np.dtype(dt)
-    return np.dtype(np.int64)
 _BYTES_PER_CELL = 8
 
 
@@ -187,7 +181,7 @@ class CalibratedTree:
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
         """``n`` records (n x d codes in the smallest unsigned dtype that holds them,
-        :func:`code_dtype`; domain order) drawn from the model.
+        :func:`dpcore.schema.code_dtype`; domain order) drawn from the model.
 
         ``method="round"``: randomized rounding along the tree (NIST-MST Alg. 7-8), so every
         clique marginal of the records is within rounding of ``n`` times the model's (per

@@ -473,11 +473,7 @@ class Schema:
 
     def code_dtype(self) -> np.dtype:
         """The smallest unsigned dtype that holds every column's codes."""
-        top = max(c.size for c in self.columns)
-        for dt in (np.uint8, np.uint16, np.uint32):
-            if top <= np.iinfo(dt).max + 1:
-                return np.dtype(dt)
-        return np.dtype(np.int64)
+        return code_dtype([c.size for c in self.columns])
 
     @classmethod
     def from_dict(cls, obj: Any) -> "Schema":
@@ -562,3 +558,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def code_dtype(sizes) -> np.dtype:
+    """The smallest unsigned dtype holding codes ``0 .. size-1`` of every attribute size."""
+    top = max(sizes, default=1)
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max + 1:
+            return np.dtype(dt)
+    return np.dtype(np.int64)

@@ -344,7 +344,7 @@ def decompress(synthetic, domain, mapping, seed):
     """Reverse Alg. 4: kept codes map back; ∅ is spread uniformly over the values it merged."""
     from dpcore.accounting.noise import make_rng
     from dpcore.dataset import Dataset
-    from dpcore.junction_tree import code_dtype
+    from dpcore.schema import code_dtype
 
     rng = make_rng(None if seed is None else int(seed) + 1)
     # the full domain's compact dtype (its sizes bound the compressed ones): no int64 copy

@@ -130,7 +130,12 @@ def _partition(i: int, n: int, marker: str, deaths: int) -> pd.DataFrame:
 
 def _killing_frame(marker, deaths: int):
     from dask import delayed
-    parts = [delayed(_partition)(i, n, str(marker), deaths) for i, n in enumerate((300, 200, 250))]
+    def part(i, n):
+        # a local function: distributed's plain pickle refuses it and falls back to cloudpickle,
+        # which sends it (and this by-value module) whole; a module-level function would go by
+        # reference, and a worker cannot import this test module (it is not on their path)
+        return _partition(i, n, str(marker), deaths)
+    parts = [delayed(part)(i, n) for i, n in enumerate((300, 200, 250))]
     return dd.from_delayed(parts, meta=_frame(1, 0).iloc[:0]), \
         pd.concat([_frame(n, i) for i, n in enumerate((300, 200, 250))], ignore_index=True)
 

@@ -40,8 +40,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-from .fem import (MixtureModel, Oracle, Program, Queries, check_fem_domain, milp_oracle,
-                  noisy_total)
+from .fem import (MixtureModel, Oracle, Program, Queries, check_count_options, check_fem_domain,
+                  milp_oracle, noisy_total)
 from .result import MechanismResult, RoundRecord, Timer
 from .workload import make_workload
 
@@ -103,15 +103,7 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
     cap = MAX_DQRS_ROUNDS if rounds is None else rounds
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
         raise InvalidArgumentError(f"rounds must be an int >= 1, got {rounds!r}")
-    for name, value in (("eta", eta), ("total_share", total_share)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value <= 0:
-            raise InvalidArgumentError(f"{name} must be a finite number > 0, got {value!r}")
-    if total_share >= 1:
-        raise InvalidArgumentError(f"total_share must be < 1, got {total_share!r}")
-    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))
-                              or not math.isfinite(total) or total <= 0):
-        raise InvalidArgumentError(f"total must be a finite public count > 0, got {total!r}")
+    check_count_options(eta, total_share, total)
     cliques = [c for c, _ in work]
     check_fem_domain(domain, cliques)
     oracle = milp_oracle(time_limit) if oracle is None else oracle

@@ -249,6 +249,19 @@ class Queries:
         return np.concatenate(out).astype(np.float64) / max(len(records), 1)
 
 
+def check_count_options(eta, total_share, total) -> None:
+    """FEM's and DQRS's shared options: eta > 0, total_share in (0, 1), a public total > 0."""
+    for name, value in (("eta", eta), ("total_share", total_share)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value <= 0:
+            raise InvalidArgumentError(f"{name} must be a finite number > 0, got {value!r}")
+    if total_share >= 1:
+        raise InvalidArgumentError(f"total_share must be < 1, got {total_share!r}")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))
+                              or not math.isfinite(total) or total <= 0):
+        raise InvalidArgumentError(f"total must be a finite public count > 0, got {total!r}")
+
+
 def noisy_total(curator, total_share, records: list, timer: Timer) -> float:
     """A public record count for the scores (module docstring): the sum of the smallest
     attribute's 1-way marginal, measured with ``total_share`` of the remaining budget (recorded
@@ -306,14 +319,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     for name, value in (("rounds", rounds), ("samples", samples)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    for name, value in (("eta", eta), ("total_share", total_share)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise InvalidArgumentError(f"{name} must be a finite number > 0, got {value!r}")
-    if total_share >= 1:
-        raise InvalidArgumentError(f"total_share must be < 1, got {total_share!r}")
-    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))
-                              or not math.isfinite(total) or total <= 0):
-        raise InvalidArgumentError(f"total must be a finite public count > 0, got {total!r}")
+    check_count_options(eta, total_share, total)
     if keep not in KEEP:
         raise InvalidArgumentError(f"keep must be one of {KEEP}, got {keep!r}")
     if perturbation not in PERTURBATIONS:

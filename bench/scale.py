@@ -46,25 +46,33 @@ def data_path(directory: str, rows: int) -> str:
     return os.path.join(directory, f"adult-{rows}.csv")
 
 
+_BLOCK = 1_000_000
+
+
+def _blocks(rows: int, seed: int = 0):
+    """The header, then the resampled rows in blocks of _BLOCK lines (one text each)."""
+    import numpy as np
+    with open(ADULT, encoding="utf-8") as fh:
+        header, *lines = fh.read().splitlines()
+    yield header + "\n"
+    lines = np.array(lines, dtype=object)
+    rng = np.random.default_rng(seed)
+    left = rows
+    while left:
+        k = min(left, _BLOCK)
+        yield "\n".join(lines[rng.integers(len(lines), size=k)]) + "\n"
+        left -= k
+
+
 def make(rows: int, directory: str, seed: int = 0) -> str:
     """Adult resampled with replacement to ``rows`` rows (the header once), written in blocks
     of lines so memory stays small whatever ``rows`` is."""
-    import numpy as np
     path = data_path(directory, rows)
     if os.path.exists(path):
         return path
-    with open(ADULT, encoding="utf-8") as fh:
-        header, *lines = fh.read().splitlines()
-    lines = np.array(lines, dtype=object)
-    rng = np.random.default_rng(seed)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as out:
-        out.write(header + "\n")
-        left = rows
-        while left:
-            k = min(left, 1_000_000)
-            out.write("\n".join(lines[rng.integers(len(lines), size=k)]) + "\n")
-            left -= k
+        out.writelines(_blocks(rows, seed))
     os.replace(tmp, path)
     return path
 
@@ -79,10 +87,22 @@ def make_parts(rows: int, directory: str, parts: int) -> str:
     folder = os.path.dirname(pattern)
     if os.path.isdir(folder):
         return pattern
-    source = make(rows, directory)
     tmp = folder + ".tmp"
     os.makedirs(tmp, exist_ok=True)
     per = -(-rows // parts)
+    if not os.path.exists(data_path(directory, rows)) and per % _BLOCK == 0:
+        # straight from the generator (10^8 rows: no 10 GB single file first); the parts
+        # hold the rows the single file would, in order
+        blocks = _blocks(rows)
+        header = next(blocks)
+        for k in range(parts):
+            with open(os.path.join(tmp, f"part-{k:04d}.csv"), "w", encoding="utf-8") as out:
+                out.write(header)
+                for _ in range(per // _BLOCK):
+                    out.write(next(blocks, ""))
+        os.replace(tmp, folder)
+        return pattern
+    source = make(rows, directory)
     with open(source, encoding="utf-8") as fh:
         header = fh.readline()
         for k in range(parts):
@@ -224,7 +244,8 @@ def main(argv=None) -> int:
             print(make(n, args.dir))
     elif args.cmd == "run":
         for n in args.rows:
-            make(n, args.dir)
+            if "dask" not in args.extra:     # the Dask runs read parts (make_parts)
+                make(n, args.dir)
             for mech in args.mechanism:
                 rec = run_one(n, mech, args.dir, args.label, args.extra.split(), args.parts)
                 print(json.dumps(rec), flush=True)

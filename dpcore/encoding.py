@@ -651,9 +651,10 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                 missing_token: str = "", sep: str = ",") -> int:
     """Write CSV (or Parquet by extension) to a temporary file beside ``path``, then rename:
     a failed write leaves no partial file. ``frame`` may be an iterable of DataFrames with the
-    same columns (chunks): a CSV is then written chunk by chunk, never held whole, and its
-    bytes are those of the concatenated table; Parquet concatenates them first. Returns the
-    number of rows written."""
+    same columns (chunks): the file is then written chunk by chunk, never held whole; a CSV
+    has the bytes of the concatenated table, a Parquet file (with pyarrow: a row group per
+    chunk, :mod:`dpcore.arrowio`; another engine concatenates first) reads back as it.
+    Returns the number of rows written."""
     frames = [frame] if isinstance(frame, pd.DataFrame) else frame
     sep = check_delimiter(sep)
     target = Path(path)
@@ -669,9 +670,13 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
         os.chmod(tmp, default_file_mode())
         rows = 0
         if target.suffix.lower() in (".parquet", ".pq"):
-            whole = pd.concat(list(frames), ignore_index=True)
-            whole.to_parquet(tmp, index=False)
-            rows = len(whole)
+            from dpcore.arrowio import have_pyarrow, write_parquet_chunks
+            if have_pyarrow():       # a row group per chunk, never the whole table
+                rows = write_parquet_chunks(frames, tmp)
+            else:                    # another engine (fastparquet): the table whole
+                whole = pd.concat(list(frames), ignore_index=True)
+                whole.to_parquet(tmp, index=False)
+                rows = len(whole)
         else:
             with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 for k, part in enumerate(frames):

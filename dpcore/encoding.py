@@ -440,9 +440,10 @@ def iter_csv_chunks(path: str | os.PathLike, *, sep: str = ",",
                     ) -> Iterator[pd.DataFrame]:
     """Yield the CSV in DataFrames of raw strings (no value interpretation), after checking
     the header (unique, non-empty names) and that every row has the header's field count.
-    ``typed=True`` yields each column as a pandas ``category`` of the raw strings instead:
-    the same texts, held once per distinct value (a 500,000-row chunk of Adult is 9 MB
-    rather than ~470 MB of Python strings), which :func:`encode_frame` encodes per value."""
+    ``typed=True`` yields each column as a pandas ``category`` of the raw strings instead,
+    in chunks of at most 250,000 rows: the same texts, held once per distinct value (a
+    500,000-row chunk of Adult is 9 MB rather than ~470 MB of Python strings), which
+    :func:`encode_frame` encodes per value."""
     sep = check_delimiter(sep)
     p = Path(path)
     header = _read_header(p, sep)
@@ -450,15 +451,36 @@ def iter_csv_chunks(path: str | os.PathLike, *, sep: str = ",",
     return _csv_chunks(p, sep, header, chunk_rows, "category" if typed else object)
 
 
+#: Rows of Python strings the typed reader holds at once before making them categories.
+_TYPED_ROWS = 250_000
+
+
+def _as_categories(chunk: pd.DataFrame) -> pd.DataFrame:
+    """Each column of raw strings as a ``category`` of those very strings (in order of first
+    appearance). pandas' own ``dtype="category"`` is not used: when every text of a chunk's
+    column looks like a number it makes the categories numbers (" 5" and "05" become 5.0),
+    which the strict encoder must not accept, and which would depend on the chunking."""
+    out = {}
+    for name in chunk.columns:
+        codes, uniques = pd.factorize(chunk[name].to_numpy(), use_na_sentinel=True)
+        out[name] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object),
+                                              validate=False)
+    return pd.DataFrame(out, index=chunk.index)
+
+
 def _csv_chunks(path: Path, sep: str, header: list[str], chunk_rows: int, dtype: Any = object
                 ) -> Iterator[pd.DataFrame]:
+    typed = dtype == "category"
+    if typed:      # at most _TYPED_ROWS rows of Python strings (~235 MB for Adult) at once
+        chunk_rows = min(chunk_rows, _TYPED_ROWS)
     try:
         reader = pd.read_csv(path, sep=sep, header=0, names=header, index_col=False,
-                             dtype=dtype, keep_default_na=False, na_filter=False,
+                             dtype=object, keep_default_na=False, na_filter=False,
                              skip_blank_lines=False, chunksize=chunk_rows, engine="c",
                              encoding="utf-8")
         with reader:
-            yield from reader
+            for chunk in reader:
+                yield _as_categories(chunk) if typed else chunk
     except pd.errors.ParserError as err:
         raise EncodingError(f"{path}: malformed CSV: {str(err).strip()}") from None
     except pd.errors.EmptyDataError:
@@ -507,15 +529,76 @@ def sniff_delimiter(path: str | os.PathLike) -> str:
         return ","
 
 
+READ_ENGINES = ("auto", "pyarrow", "pandas")
+
+
+def _arrow_chunks(path: Path, sep: str) -> Iterator[pd.DataFrame] | None:
+    """pyarrow's chunks of a plain CSV (no quote, no bare CR) for :func:`read_codes`, or None
+    where the pandas reader must read it (no pyarrow, not a CSV, quoted text)."""
+    from dpcore import arrowio
+    if path.suffix.lower() in (".parquet", ".pq") or not path.is_file() \
+            or not arrowio.have_pyarrow():
+        return None
+    with open(path, "rb") as fh:
+        if b'"' in fh.readline():                    # a quoted header: the pandas reader
+            return None
+    sep = check_delimiter(sep)
+    return arrowio.iter_csv_batches(path, sep, _read_header(path, sep))
+
+
 def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
-               chunk_rows: int = DEFAULT_CHUNK_ROWS, debug: bool = False) -> np.ndarray:
+               chunk_rows: int = DEFAULT_CHUNK_ROWS, debug: bool = False,
+               engine: str = "auto") -> np.ndarray:
     """Read and encode a table chunk by chunk. Memory: one chunk, its columns held as pandas
     categories (each distinct text once), plus the compact code array (10 M rows x 15
     columns of uint8 is 150 MB). ``debug=True`` puts the offending
-    value in an error (sensitive data)."""
+    value in an error (sensitive data).
+
+    ``engine``: ``"auto"`` reads a CSV with pyarrow's streaming reader where pyarrow is
+    installed and the file holds no quote and no bare carriage return
+    (:mod:`dpcore.arrowio`; chunks of 32 MiB of text, not ``chunk_rows``), else with the
+    pandas typed reader; ``"pandas"`` forces the latter. Both give the same codes and, for a
+    bad file, the same error: with pyarrow, the row check runs when parsing or encoding
+    fails, so a ragged row is still reported before a bad value."""
+    if engine not in READ_ENGINES:
+        raise InvalidArgumentError(f"engine must be one of {READ_ENGINES}, got {engine!r}")
+    chunks = _arrow_chunks(Path(path), sep) if engine != "pandas" else None
+    if engine == "pyarrow" and chunks is None:
+        raise InvalidArgumentError(f"{path}: the pyarrow reader needs pyarrow and a CSV "
+                                   f"(without quotes or bare carriage returns)")
+    if chunks is not None:
+        from dpcore.arrowio import NotPlainText
+        try:
+            return _read_arrow(Path(path), schema, check_delimiter(sep), chunks, debug)
+        except NotPlainText:            # quoted text, or a bare CR: pandas reads it
+            if engine == "pyarrow":
+                raise InvalidArgumentError(f"{path}: the pyarrow reader reads CSVs without "
+                                           f"quotes or bare carriage returns") from None
+    return _encode_chunks(path, schema, iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows,
+                                                          typed=True), debug)
+
+
+def _read_arrow(path: Path, schema: Schema, sep: str, chunks: Iterator[pd.DataFrame],
+                debug: bool) -> np.ndarray:
+    """:func:`_encode_chunks` over pyarrow's chunks. The pandas path checks every row's field
+    count before it encodes anything; here the check runs only when something fails, and
+    raises first if it finds a ragged row (or bad UTF-8), so the error is the same."""
+    from dpcore.arrowio import ArrowCsvError
+    try:
+        return _encode_chunks(path, schema, chunks, debug)
+    except ArrowCsvError as err:
+        _check_rows(path, sep, len(_read_header(path, sep)))
+        raise EncodingError(f"{path}: malformed CSV: {err}") from None
+    except EncodingError:
+        _check_rows(path, sep, len(_read_header(path, sep)))
+        raise
+
+
+def _encode_chunks(path: Any, schema: Schema, chunks: Iterable[pd.DataFrame], debug: bool
+                   ) -> np.ndarray:
     parts: list[np.ndarray] = []
     rows = 0
-    for chunk in iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows, typed=True):
+    for chunk in chunks:
         try:
             parts.append(encode_frame(chunk, schema, row_offset=rows, debug=debug))
         except EncodingError as err:

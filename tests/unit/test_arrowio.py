@@ -91,3 +91,69 @@ def test_synthesizer_parquet_holds_the_csv_rows(tmp_path):
     # the CSV and the Parquet file encode to the same codes
     np.testing.assert_array_equal(read_codes(tmp_path / "s.parquet", synth.schema_),
                                   read_codes(tmp_path / "s.csv", synth.schema_))
+
+
+# ---------------------------------------------------------------- the pyarrow CSV reader
+def _both(path, schema, **kwargs):
+    """The codes, or the error (type, text, row), of each engine."""
+    out = []
+    for engine in ("pyarrow", "pandas"):
+        try:
+            out.append(read_codes(path, schema, engine=engine, **kwargs).tolist())
+        except Exception as err:   # noqa: BLE001 - compared, not swallowed
+            out.append((type(err), str(err), getattr(err, "row", None)))
+    return out
+
+
+def test_pyarrow_reader_gives_the_pandas_codes_on_adult(tmp_path, monkeypatch):
+    import dpcore.arrowio as arrowio
+    df, schema = adult()
+    path = tmp_path / "adult.csv"
+    df.to_csv(path, index=False)
+    monkeypatch.setattr(arrowio, "CSV_BLOCK_BYTES", 1 << 16)     # many blocks
+    fast = read_codes(path, schema, engine="pyarrow")
+    np.testing.assert_array_equal(fast, read_codes(path, schema, engine="pandas"))
+    assert fast.dtype == schema.code_dtype() and len(fast) == len(df)
+    np.testing.assert_array_equal(read_codes(path, schema), fast)   # auto is pyarrow
+
+
+@pytest.mark.parametrize("body", [
+    "a,5,0.5,1\nb,,-1,9\n32.0,100,1e-1,3\n",         # missing n (code), "32.0" is "32"
+    "a,5,0.5,1\r\nq,7,-0.25,0\r\n",                  # CRLF; q goes to "other"
+    "a,5,0.5,1\nb,500,0,1\n",                        # out of bounds: row 2
+    "a,5,0.5,1\nb,x,0,1\n",                          # not a number
+    "a,5,0.5,1\nb,1,0\n",                            # ragged
+    "a,5,0.5,1,\nb,1,0,1,\n",                        # trailing delimiters
+    "a,5,2.5,1\nb,1,0\n",                            # a bad value before a ragged row
+    "a,5,0.5,1\n\nb,1,0,1\n",                        # a blank line
+    "a,5,0.5,1\nb,1,0,1",                            # no final newline
+    "a,5,0.5,1\nb,1,0,1\r",                          # a final CR
+    "",                                              # a header only
+    "a, 5,0.5,1\n",                                  # a space is not trimmed
+    "a,5,0.5,1\n\xff,1,0,1\n",                       # not UTF-8 (written as latin-1)
+])
+def test_pyarrow_reader_gives_the_pandas_codes_and_errors(tmp_path, body):
+    path = tmp_path / "t.csv"
+    path.write_bytes(("c,n,x,m\n" + body).encode("latin-1"))
+    fast, slow = _both(path, SCHEMA_READ)
+    assert fast == slow
+
+
+def test_quoted_files_are_read_by_pandas(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('c,n,x,m\na,5,0.5,1\n"b",1,0,1\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="without quotes"):
+        read_codes(path, SCHEMA_READ, engine="pyarrow")
+    plain = tmp_path / "p.csv"
+    plain.write_text('c,n,x,m\na,5,0.5,1\nb,1,0,1\n', encoding="utf-8")
+    np.testing.assert_array_equal(read_codes(path, SCHEMA_READ), read_codes(plain, SCHEMA_READ))
+    with pytest.raises(ValueError, match="engine must be one of"):
+        read_codes(path, SCHEMA_READ, engine="arrow")
+
+
+SCHEMA_READ = Schema.from_dict({"columns": {
+    "c": {"type": "categorical", "categories": ["a", "b", "32"], "other": "zz"},
+    "n": {"type": "numeric", "lower": 0, "upper": 100, "bins": 7, "integer": True,
+          "missing": "code"},
+    "x": {"type": "numeric", "lower": -1, "upper": 1, "bins": 4},
+    "m": {"type": "numeric", "lower": 0, "upper": 9, "bins": 3, "decode": "midpoint"}}})

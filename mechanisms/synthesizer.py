@@ -415,14 +415,15 @@ class Synthesizer(abc.ABC):
         return getattr(self, "measured_schema_", None) or self.schema_
 
     def _draw(self, n: int, seed: Any) -> np.ndarray:
-        """``n`` rows from the model, on the measured columns."""
+        """``n`` rows from the model, on the measured columns. MST's model lives on the
+        compressed domain (Alg. 4): its rows are mapped back block by block
+        (:func:`mechanisms.partitioned.draw_rows`)."""
+        from .partitioned import draw_rows
         result = self._fitted()
-        data = result.model.synthetic_data(n, seed=seed)
-        mapping = result.extras.get("compression")
-        if mapping:   # MST's model lives on the compressed domain (Alg. 4): map back
-            from .mst import decompress
-            data = decompress(data, self._measured().domain(), mapping, seed)
-        return np.asarray(data.records)
+        if seed is None:
+            seed = int.from_bytes(os.urandom(8), "little")
+        return draw_rows(result.model, result.extras.get("compression") or None,
+                         self._measured().domain(), n, seed)
 
     def _draw_allowed(self, n: int, seed: Any) -> np.ndarray:
         """``n`` rows of every column from the model conditioned on the allowed cells.
@@ -518,6 +519,57 @@ class Synthesizer(abc.ABC):
             missing_token = schema.missing_values[0] if schema.missing_values else ""
         return write_table(self.sample_chunks(n, seed=seed, chunk_rows=chunk_rows), path,
                            missing_token=missing_token, sep=sep)
+
+    def write_partitioned(self, directory: str | os.PathLike, n: int | None = None, *,
+                          seed: int | None = None, client: Any = None,
+                          partition_rows: int | None = None, format: str = "csv",
+                          sep: str = ",", missing_token: str | None = None) -> int:
+        """Write ``n`` synthetic rows as a partitioned dataset, ``directory/part-00000.csv``
+        (or ``.parquet``) ..., each partition drawn, decoded and written by a Dask worker
+        (``client``; default: a LocalCluster sized to this machine). The workers receive the
+        model and the public schema, never the data (:mod:`mechanisms.partitioned`). The
+        parts hold, in order, the rows of ``write(path, n, seed=seed)`` (tested).
+        ``n`` defaults to the size of the fit's own synthetic table, but the rows are a new
+        sample (as ``write(path, n)``), not that table. ``partition_rows``: a multiple of the
+        sampling block (2^20 rows; default 4 blocks). Atomic: a temporary directory renamed
+        at the end. Returns the rows written."""
+        from dpcore.junction_tree import SAMPLE_BLOCK
+        from dpcore.inference.model import GraphicalModel
+        from .partitioned import PartSampler, write_partitions
+        result = self._fitted()
+        schema = self.schema_
+        if type(self).sample is not Synthesizer.sample or schema.constraints \
+                or not isinstance(result.model, GraphicalModel):
+            raise InvalidArgumentError(
+                f"{type(self).__name__} cannot write partitions on a cluster (its sample is "
+                f"not drawn block by block from a graphical model without schema rules); "
+                f"use write()")
+        if n is None:
+            n = len(result.synthetic.records)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
+        if seed is None:
+            seed = self._next_sample_seed()
+        if missing_token is None:
+            missing_token = schema.missing_values[0] if schema.missing_values else ""
+        sampler = PartSampler(model=result.model,
+                              mapping=result.extras.get("compression") or None,
+                              domain=self._measured().domain(), schema=schema, seed=int(seed),
+                              total=int(n), plain=bool(schema.encoded))
+        own = client is None
+        if own:
+            from dpcore.distributed import local_client
+            client = local_client()
+        try:
+            return write_partitions(sampler, directory, client=client,
+                                    partition_rows=partition_rows or 4 * SAMPLE_BLOCK,
+                                    fmt=format, missing_token=missing_token, sep=sep)
+        finally:
+            if own:
+                cluster = getattr(client, "cluster", None)
+                client.close()
+                if cluster is not None:
+                    cluster.close()
 
     def confidence_bounds(self) -> pd.DataFrame:
         """AIM's per-marginal confidence bounds (AIM paper Sec. 5) as a DataFrame with columns

@@ -1,0 +1,126 @@
+"""Synthetic output on a Dask cluster (issue 21): the workers' partitions hold, part after
+part, the rows of the single-machine writer for the same seed; the write is atomic."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import dpcore.junction_tree as junction_tree  # noqa: E402
+import mechanisms.partitioned as partitioned  # noqa: E402
+from dpcore.datasets import adult  # noqa: E402
+from mechanisms import Synthesizer  # noqa: E402
+
+BLOCK = 256     # the sampling block, made small so that a test sample has many blocks
+
+
+@pytest.fixture(scope="module")
+def client():
+    # threads, not processes: the workers see this process's (patched) SAMPLE_BLOCK
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    df, schema = adult()
+    return {name: Synthesizer.create(name, epsilon=1.0, seed=3, progress=False).fit(
+        df.iloc[:3000], schema) for name in ("mst", "independent")}
+
+
+@pytest.fixture
+def small_block(monkeypatch):
+    monkeypatch.setattr(junction_tree, "SAMPLE_BLOCK", BLOCK)
+
+
+def _csv_rows(paths) -> bytes:
+    """The parts' bytes as one CSV: the first part's header, every part's rows."""
+    out = []
+    for k, p in enumerate(paths):
+        text = p.read_bytes()
+        out.append(text if k == 0 else text[text.index(b"\n") + 1:])
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("name", ["mst", "independent"])
+@pytest.mark.parametrize("partition_rows", [BLOCK, 3 * BLOCK])
+def test_csv_parts_hold_the_single_machine_rows(tmp_path, client, fitted, small_block, name,
+                                                partition_rows):
+    synth = fitted[name]
+    if name == "mst":   # the compression map is undone block by block: test that path too
+        assert synth.result.extras.get("compression")
+    n = 5 * BLOCK + 77
+    synth.write(tmp_path / "one.csv", n, seed=9)
+    rows = synth.write_partitioned(tmp_path / "parts", n, seed=9, client=client,
+                                   partition_rows=partition_rows)
+    assert rows == n
+    parts = sorted((tmp_path / "parts").iterdir())
+    assert [p.name for p in parts] == [f"part-{k:05d}.csv"
+                                       for k in range(-(-n // partition_rows))]
+    assert _csv_rows(parts) == (tmp_path / "one.csv").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "parts"]  # no temp dir
+
+
+def test_parquet_parts_read_back_as_sample(tmp_path, client, fitted, small_block):
+    pytest.importorskip("pyarrow")
+    synth = fitted["mst"]
+    n = 3 * BLOCK + 5
+    synth.write_partitioned(tmp_path / "pq", n, seed=4, client=client, partition_rows=BLOCK,
+                            format="parquet")
+    parts = sorted((tmp_path / "pq").glob("part-*.parquet"))
+    assert len(parts) == 4
+    got = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    synth.sample(n, seed=4).to_parquet(tmp_path / "whole.parquet", index=False)
+    pd.testing.assert_frame_equal(got, pd.read_parquet(tmp_path / "whole.parquet"),
+                                  check_dtype=False)   # a part without a missing value: int64
+
+
+def test_blocks_are_independent_streams(fitted, small_block):
+    """Block i >= 1 has its own seed: its rows are not block 0's rows again."""
+    synth = fitted["independent"]
+    codes = synth.sample_codes(2 * BLOCK, seed=1)
+    assert not np.array_equal(codes[:BLOCK], codes[BLOCK:])
+    np.testing.assert_array_equal(codes[:BLOCK], synth.sample_codes(BLOCK, seed=1))
+
+
+def test_bad_requests_write_nothing(tmp_path, client, fitted, small_block, monkeypatch):
+    synth = fitted["mst"]
+    with pytest.raises(ValueError, match="multiple of the sampling block"):
+        synth.write_partitioned(tmp_path / "a", 1000, client=client, partition_rows=BLOCK + 1)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("keep")
+    with pytest.raises(ValueError, match="not an empty directory"):
+        synth.write_partitioned(tmp_path / "full", 1000, client=client, partition_rows=BLOCK)
+    assert (tmp_path / "full" / "x").read_text() == "keep"
+    with pytest.raises(ValueError, match="format must be"):
+        synth.write_partitioned(tmp_path / "b", 1000, client=client, partition_rows=BLOCK,
+                                format="xlsx")
+
+    real = partitioned._write_part
+
+    def failing(sampler, start, rows, path, *args):
+        if start >= 2 * BLOCK:
+            raise OSError("disk full")
+        return real(sampler, start, rows, path, *args)
+
+    monkeypatch.setattr(partitioned, "_write_part", failing)
+    with pytest.raises(OSError, match="disk full"):
+        synth.write_partitioned(tmp_path / "c", 5 * BLOCK, seed=1, client=client,
+                                partition_rows=BLOCK)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]   # no target, no temp dir
+
+
+def test_only_block_samplers_write_partitions(tmp_path, client):
+    """DQRS samples from its own model, not block by block: refused, nothing written."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.integers(3, size=300), "b": rng.integers(2, size=300)})
+    synth = Synthesizer.create("dqrs", epsilon=1.0, delta=1e-6, seed=1, progress=False,
+                               workload="all-1way", samples=10, rounds=5)
+    synth.fit(frame, schema={"a": 3, "b": 2})
+    with pytest.raises(ValueError, match="cannot write partitions"):
+        synth.write_partitioned(tmp_path / "x", 100, client=client)
+    assert list(tmp_path.iterdir()) == []

@@ -254,7 +254,11 @@ def _synth(args: argparse.Namespace) -> int:
         and os.path.isfile(args.workload) else None
     _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in)],
                     [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
-    _probe_writable(args.out, "--out", force=args.force)
+    partitioned = _partitioned_out(args)
+    if partitioned:
+        _probe_partition_dir(args.out)
+    else:
+        _probe_writable(args.out, "--out", force=args.force)
     if args.continue_ledger:
         if not Path(args.ledger).is_file():
             raise CliError(f"--continue: ledger {args.ledger!r} does not exist (nothing to continue)")
@@ -325,7 +329,8 @@ def _synth(args: argparse.Namespace) -> int:
 
     try:
         if args.engine == "dask":
-            _fit_on_cluster(args, synth, data_path, schema, on_round)
+            client = _fit_on_cluster(args, synth, data_path, schema, on_round,
+                                     keep_client=partitioned)
         else:
             synth.fit_codes(codes, schema, callback=on_round, rows=args.rows, keep_open=True,
                             input_sha256=_file_sha256(data_path))
@@ -336,8 +341,18 @@ def _synth(args: argparse.Namespace) -> int:
     try:
         # the mechanism's own synthetic table, decoded and written chunk by chunk
         missing = schema.missing_values[0] if schema.missing_values else ""
-        rows = synth.write(args.out, missing_token=missing, sep=args.delimiter)
-        outputs = {str(args.out): _file_sha256(args.out)}
+        if partitioned:     # the workers draw and write the parts (the model goes to them)
+            try:
+                rows = synth.write_partitioned(
+                    args.out, args.rows, client=client, missing_token=missing,
+                    sep=args.delimiter, format="parquet" if Path(args.out).suffix.lower()
+                    in (".parquet", ".pq") else "csv")
+            finally:
+                _close_client(client, args)
+            outputs = {str(args.out): _dir_sha256(args.out)}
+        else:
+            rows = synth.write(args.out, missing_token=missing, sep=args.delimiter)
+            outputs = {str(args.out): _file_sha256(args.out)}
         if args.result is not None:
             _atomic_json(args.result, _result_document(args, synth, data_path))
             outputs[str(args.result)] = _file_sha256(args.result)
@@ -352,10 +367,52 @@ def _synth(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _partitioned_out(args: argparse.Namespace) -> bool:
+    """``--out DIR/`` (a trailing slash): a partitioned dataset, written by the Dask workers."""
+    if not str(args.out).endswith(("/", os.sep)):
+        return False
+    if args.engine != "dask":
+        raise CliError(f"--out {args.out!r} (a directory: a partitioned dataset) needs "
+                       f"--engine dask; name a file to write one table")
+    if args.mechanism not in DASK_MECHANISMS or args.public is not None:
+        raise CliError(f"--out DIR/ applies to {', '.join(DASK_MECHANISMS)}")
+    return True
+
+
+def _probe_partition_dir(path: str) -> None:
+    """A partitioned output goes to a new (or empty) directory whose parent exists; an
+    existing one is never overwritten (not even with --force: it holds many files)."""
+    target = Path(path)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise CliError(f"--out {path!r} exists and is not an empty directory; refusing to "
+                       f"overwrite it (choose a new path)")
+    if not target.parent.is_dir():
+        raise CliError(f"cannot write --out {path!r}: directory {str(target.parent)!r} does "
+                       f"not exist")
+    if not os.access(target.parent, os.W_OK):
+        raise CliError(f"cannot write --out {path!r}: directory {str(target.parent)!r} is not "
+                       f"writable")
+
+
+def _dir_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of the sorted parts' names and SHA-256s (a partitioned output's digest)."""
+    import hashlib
+    lines = [f"{p.name} {_file_sha256(p)}" for p in sorted(Path(path).iterdir())]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _close_client(client: Any, args: argparse.Namespace) -> None:
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None and args.scheduler is None:
+        cluster.close()
+
+
 def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: Any,
-                    on_round: Any) -> None:
+                    on_round: Any, keep_client: bool = False) -> Any:
     """Fit with the Dask engine: on the cluster at --scheduler, else on a LocalCluster sized
-    to this machine, closed afterwards."""
+    to this machine, closed afterwards unless ``keep_client`` (then returned, for the
+    partitioned output)."""
     from dpcore.distributed import expand_paths, local_client
     files = expand_paths(str(data))  # no matching file: an input error before anything starts
     for label, path in (("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)):
@@ -372,11 +429,13 @@ def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: An
     try:
         synth.fit_distributed(str(data), schema, client=client, sep=args.delimiter,
                               callback=on_round, rows=args.rows, keep_open=True)
-    finally:
-        cluster = getattr(client, "cluster", None)
-        client.close()
-        if cluster is not None and args.scheduler is None:
-            cluster.close()
+    except BaseException:
+        _close_client(client, args)
+        raise
+    if not keep_client:
+        _close_client(client, args)
+        return None
+    return client
 
 
 def _read_public(path: str, sep: str) -> Any:
@@ -764,7 +823,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(aim, mst, mwem, independent; pip install 'dpcore[dask]')")
     s.add_argument("--scheduler", help="with --engine dask: the address of a running Dask "
                    "scheduler (default: a LocalCluster sized to this machine)")
-    s.add_argument("--out", required=True, help="synthetic CSV to write")
+    s.add_argument("--out", required=True, help="synthetic CSV (or .parquet) to write; with "
+                   "--engine dask, DIR/ (a trailing slash) writes a partitioned dataset "
+                   "DIR/part-00000.csv ... (DIR.parquet/: Parquet parts), drawn by the workers")
     s.add_argument("--ledger", required=True,
                    help="ledger to write (must not exist, unless --continue)")
     s.add_argument("--continue", dest="continue_ledger", action="store_true",

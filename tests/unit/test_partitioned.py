@@ -124,3 +124,46 @@ def test_only_block_samplers_write_partitions(tmp_path, client):
     with pytest.raises(ValueError, match="cannot write partitions"):
         synth.write_partitioned(tmp_path / "x", 100, client=client)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_out_dir_writes_the_parts_on_the_cluster(tmp_path, client, small_block):
+    """dpcore synth --engine dask --out DIR/: the parts hold what --out FILE --rows N writes
+    from the same fit (the same seed fixes the model and the sample seed), and the ledger's
+    output digest covers the parts."""
+    import json
+
+    from dpcore.accounting import Ledger
+    from dpcore.cli import main
+    df, schema = adult()
+    (tmp_path / "parts").mkdir()
+    for k in range(2):
+        df.iloc[k * 500:(k + 1) * 500].to_csv(tmp_path / "parts" / f"p{k}.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_dict()))
+    common = ["synth", "--engine", "dask", "--scheduler", client.scheduler.address,
+              "--data", str(tmp_path / "parts"), "--schema", str(tmp_path / "schema.json"),
+              "--mechanism", "mst", "--epsilon", "1", "--delta", "1e-9", "--seed", "3",
+              "--quiet", "--rows", str(3 * BLOCK + 9)]
+    assert main(common + ["--out", str(tmp_path / "one.csv"), "--ledger",
+                          str(tmp_path / "l1.json")]) == 0
+    assert main(common + ["--out", str(tmp_path / "out") + "/", "--ledger",
+                          str(tmp_path / "l2.json")]) == 0
+    parts = sorted((tmp_path / "out").iterdir())
+    assert len(parts) == 1                        # 4 blocks a partition by default
+    # the ledger's closing entry commits to the parts: their names and SHA-256s
+    import hashlib
+    close = Ledger.load(tmp_path / "l2.json").entries[-1].what
+    digest = hashlib.sha256("\n".join(
+        f"{p.name} {hashlib.sha256(p.read_bytes()).hexdigest()}" for p in parts).encode())
+    assert close["status"] == "completed"
+    assert close["outputs"] == {str(tmp_path / "out") + "/": digest.hexdigest()}
+    # --out FILE writes the fit's own table, --out DIR/ a new sample (the next sample seed of
+    # the fixed --seed): the same seed gives the same parts again
+    assert main(common + ["--out", str(tmp_path / "again") + "/", "--ledger",
+                          str(tmp_path / "l3.json")]) == 0
+    assert _csv_rows(sorted((tmp_path / "again").iterdir())) == _csv_rows(parts)
+    assert main(common + ["--out", str(tmp_path / "again") + "/", "--ledger",
+                          str(tmp_path / "l4.json")]) == 2      # not an empty directory
+    assert main([a for a in common if a not in ("--engine", "dask", "--scheduler",
+                                                client.scheduler.address)]
+                + ["--out", str(tmp_path / "mem") + "/", "--ledger",
+                   str(tmp_path / "l5.json")]) == 2              # needs --engine dask

@@ -554,9 +554,9 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     columns of uint8 is 150 MB). ``debug=True`` puts the offending
     value in an error (sensitive data).
 
-    ``engine``: ``"auto"`` reads a CSV with pyarrow's streaming reader where pyarrow is
+    ``engine``: ``"auto"`` reads a CSV with pyarrow's CSV parser where pyarrow is
     installed and the file holds no quote and no bare carriage return
-    (:mod:`dpcore.arrowio`; chunks of 32 MiB of text, not ``chunk_rows``), else with the
+    (:mod:`dpcore.arrowio`; chunks of 32 MiB of lines, not ``chunk_rows``), else with the
     pandas typed reader; ``"pandas"`` forces the latter. Both give the same codes and, for a
     bad file, the same error: with pyarrow, the row check runs when parsing or encoding
     fails, so a ragged row is still reported before a bad value."""

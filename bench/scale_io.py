@@ -2,7 +2,7 @@
 
     python bench/scale_io.py write-parquet stream|whole N OUT.parquet   # Synthesizer.write
     python bench/scale_io.py read pandas|pyarrow DATA.csv               # read_codes
-    python bench/scale_io.py write-partitioned WORKERS N OUT/          # 0 workers: write()
+    python bench/scale_io.py write-partitioned WORKERS N OUT/ [BLOCKS]  # 0 workers: write()
 
 ``write-parquet``: MST fitted on the bundled Adult (seed 0, cached in a pickle beside OUT),
 then ``write(OUT, N, seed=1)``; ``whole`` forces the previous path (the table concatenated,
@@ -43,7 +43,7 @@ def write_parquet(mode: str, n: int, out: str) -> str:
             f"{before:.0f} -> {_peak_mb():.0f} MB, {os.path.getsize(out) / 2 ** 20:.0f} MB file")
 
 
-def write_partitioned(workers: int, n: int, out: str) -> str:
+def write_partitioned(workers: int, n: int, out: str, blocks: int = 4) -> str:
     """MST (as write-parquet) sampled to ``out/`` (CSV parts) by a LocalCluster of
     ``workers`` processes (0: ``write(out.csv)`` in this process, the single-machine
     writer). CPU: this process plus the workers (children, counted once reaped)."""
@@ -56,7 +56,9 @@ def write_partitioned(workers: int, n: int, out: str) -> str:
     else:
         from dpcore.distributed import local_client
         client = local_client(workers)
-        synth.write_partitioned(out, n, seed=1, client=client)
+        from dpcore.junction_tree import SAMPLE_BLOCK
+        synth.write_partitioned(out, n, seed=1, client=client,
+                                partition_rows=blocks * SAMPLE_BLOCK)
         cluster = client.cluster
         client.close()
         cluster.close()
@@ -64,7 +66,7 @@ def write_partitioned(workers: int, n: int, out: str) -> str:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-    return (f"write-partitioned workers={workers} N={n}: {cpu:.1f} CPU-s (all processes, "
+    return (f"write-partitioned workers={workers} N={n} blocks/partition={blocks}: {cpu:.1f} CPU-s (all processes, "
             f"including loading the model), {wall:.1f} s wall, peak RSS {_peak_mb():.0f} MB "
             f"(this process), children's largest {kids.ru_maxrss / 1024:.0f} MB")
 
@@ -84,7 +86,7 @@ if __name__ == "__main__":
     if what == "write-parquet":
         print(write_parquet(rest[0], int(rest[1]), rest[2]))
     elif what == "write-partitioned":
-        print(write_partitioned(int(rest[0]), int(rest[1]), rest[2]))
+        print(write_partitioned(int(rest[0]), int(rest[1]), rest[2], *map(int, rest[3:])))
     elif what == "read":
         print(read(rest[0], rest[1]))
     else:

@@ -213,7 +213,10 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
         return []
     estimate_model = independent_model(domain, ones)   # Alg. 6 step 1 (footnote 7)
     everything = list(itertools.combinations(domain.attrs, 2))
-    refs = [estimate_model.project(p).datavector() for p in everything]
+    refs = [f.datavector() for f in estimate_model.project_many(everything)]
+    # one flat reference array; a step passes the cells of its pool's pairs (Curator.select)
+    flat = np.concatenate(refs)
+    owner = np.repeat(np.arange(len(everything)), [r.size for r in refs])
     # The pool of a step is every pair joining two components, in the order of `everything`:
     # found from one component label per attribute with array arithmetic (a Python test of
     # every pair at every step made the selection O(d^3) in the interpreter).
@@ -227,10 +230,11 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
         left = end - Fraction(curator.privacy_filter.spent)
         epsilon = exponential_epsilon(left / (steps - k))
         label = np.array([position[_find(parent, a)] for a in domain.attrs], dtype=np.int64)
-        live = np.flatnonzero(label[first] != label[second]).tolist()
+        joins = label[first] != label[second]
+        live = np.flatnonzero(joins).tolist()
         pool = [everything[i] for i in live]
         before = curator.privacy_filter.spent
-        pair = pool[curator.select(pool, [refs[i] for i in live], epsilon)]
+        pair = pool[curator.select(pool, flat[joins[owner]], epsilon)]
         _union(parent, *pair)
         chosen.append(pair)
         log("select", pair, None, epsilon, len(pool), curator.privacy_filter.spent - before, start)

@@ -188,16 +188,43 @@ class Problem:
 
     def extra_loss(self, marginals: np.ndarray, grad: np.ndarray) -> float:
         """The non-identity measurements' loss at ``marginals``; adds their gradient into
-        ``grad`` (flat, in place)."""
+        ``grad`` (flat, in place).
+
+        ``sum_i ||Q_i mu_i - y_i||^2 / sigma_i^2`` for all of them at once: one sparse map
+        ``A`` from the group cells they read (``cols``) to their stacked rows folds each
+        one's axis order and query, so a call is two sparse products whatever the number of
+        measurements (MST's compressed 1-way marginals: ~100 at 100 attributes, each read
+        every iteration)."""
+        cols, a, a_t, noisy, weight = self._stacked
         n = self.total
-        loss = 0.0
+        r = a @ (marginals[cols] * n) - noisy
+        wr = weight * r
+        grad[cols] += (a_t @ wr) * (2.0 * n)
+        return dot(wr, r)
+
+    @cached_property
+    def _stacked(self):
+        """(cols, A, A^T, y, w) for :meth:`extra_loss`: the group cells the non-identity
+        measurements read, ``A`` (stacked rows x those cells; CSR, and its transpose), their
+        stacked noisy values and each row's weight 1/sigma^2."""
+        rows, cells, values, noisy, weight = [], [], [], [], []
+        start = 0
         for m, where, (g, perm, inv, shape) in self._general:
-            p = marginals[where].reshape(self.group_shapes[g])
-            mu = (p if perm == tuple(range(len(perm))) else p.transpose(perm)).ravel() * n
-            value, gm = m.loss_and_gradient(mu)
-            loss += value
-            grad[where] += gm.reshape(shape).transpose(inv).ravel() * n
-        return loss
+            # flat group cell of each cell of the measurement's own (C-order) marginal
+            own = np.arange(where.start, where.stop).reshape(self.group_shapes[g])
+            own = own.transpose(perm).ravel()
+            q = sp.coo_matrix(m.query)
+            rows.append(q.row + start)
+            cells.append(own[q.col])
+            values.append(q.data)
+            noisy.append(m.noisy)
+            weight.append(np.full(m.noisy.size, 1.0 / m.sigma**2))
+            start += m.noisy.size
+        cells = np.concatenate(cells)
+        cols, local = np.unique(cells, return_inverse=True)
+        a = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), local.ravel())),
+                          shape=(start, cols.size))
+        return cols, a, a.T.tocsr(), np.concatenate(noisy), np.concatenate(weight)
 
     def flatten_groups(self, marginals: Sequence[np.ndarray]) -> np.ndarray:
         """Concatenate per-group marginals (each shaped ``group_shapes[g]``) into one vector."""

@@ -152,3 +152,30 @@ def _per_measurement(problem, flat):
         block = block.reshape(problem.group_shapes[g]).transpose([group.index(a) for a in m.attrs])
         out.append(block.ravel() * problem.total)
     return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), structure=st.sampled_from(["tree", "cycle", "triples"]),
+       noisy=st.booleans())
+def test_problem_loss_and_gradient_equal_the_sum_over_measurements(seed, structure, noisy):
+    # The pooled identity terms and the stacked non-identity map (Problem.extra_loss) against
+    # each measurement's own loss and gradient on its own axis order, at random marginals.
+    domain, measurements, total = make_problem(seed, structure, noisy, True)
+    measurements += make_problem(seed, structure, noisy, False)[1]
+    problem = Problem(domain, measurements, total)
+    rng = np.random.default_rng(seed)
+    p = rng.random(problem.group_offsets[-1])
+    loss, grad = problem.loss_and_gradient(p)
+    want_loss, want_grad = 0.0, np.zeros_like(p)
+    for m in measurements:
+        g = problem.groups.index(tuple(a for a in domain.attrs if a in m.attrs))
+        where = slice(problem.group_offsets[g], problem.group_offsets[g + 1])
+        perm = [problem.groups[g].index(a) for a in m.attrs]
+        mu = p[where].reshape(problem.group_shapes[g]).transpose(perm).ravel() * total
+        value, gm = m.loss_and_gradient(mu)
+        want_loss += value
+        shape = tuple(domain.shape[domain.attrs.index(a)] for a in m.attrs)
+        want_grad[where] += gm.reshape(shape).transpose(np.argsort(perm)).ravel() * total
+    assert loss == pytest.approx(want_loss + 0.0, rel=1e-10)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-9 * np.abs(want_grad).max())
+    assert problem.has_extra

@@ -3,6 +3,8 @@
 Random domains (size-1 attributes included) with chain, tree, cycle, complete and random
 graphs; the joint stays <= 1e5 cells so the reference is the normalised full table.
 """
+import itertools
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -272,3 +274,26 @@ def test_calibrator_is_exact_when_separator_rows_are_far_apart(seed, offset, dat
     tree = JunctionTree(domain, [("a", "b"), ("b", "c")])
     queries = [("a", "b"), ("c", "b"), ("b",)]
     _check_calibrator(domain, tree, potentials, queries)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(5, 8), st.sampled_from(["chain", "tree", "random"]), st.data())
+def test_project_many_shares_messages_and_equals_project_bit_for_bit(d, kind, data):
+    """Many queries spanning cliques (every pair and triple, shuffled, some twice): the
+    messages and reductions project_many computes once for all are the ones project()
+    computes alone, so the marginals are identical, and equal to the joint's."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
+    names = tuple(f"x{i}" for i in range(d))
+    domain = Domain(names, shape)
+    cliques = [tuple(names[i] for i in c) for c in _edges(kind, d, data.draw)]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    potentials = [Factor(domain.project(c), rng.standard_normal(domain.project(c).shape))
+                  for c in cliques]
+    calibrated = JunctionTree(domain, cliques).calibrate(potentials)
+    joint, _ = brute_force(domain, potentials)
+    queries = [q for k in (2, 3) for q in itertools.combinations(names, k)]
+    queries = data.draw(st.permutations(queries + queries[: len(queries) // 3]))
+    for attrs, factor in zip(queries, calibrated.project_many(queries)):
+        assert factor.attributes == attrs
+        np.testing.assert_array_equal(factor.values, calibrated.project(attrs).values)
+        np.testing.assert_allclose(factor.values, marginal(joint, domain, attrs), atol=1e-12)

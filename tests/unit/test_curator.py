@@ -206,6 +206,27 @@ def test_select_rounds_public_inputs_to_the_grid_and_charges_the_rounded_sensiti
     assert len(curator.privacy_filter.ledger.entries) == 1
 
 
+def test_select_takes_one_flat_reference_array_as_the_vectors_concatenated():
+    cands = [("a",), ("b",), ("a", "b")]
+    rng = np.random.default_rng(4)
+    refs = [rng.uniform(0, 5, n) for n in (2, 3, 6)]
+    picks = []
+    for reference in (refs, np.concatenate(refs)):
+        curator = Curator(small(), PrivacyFilter(100), seed=9)
+        picks.append([curator.select(cands, reference, 0.5) for _ in range(30)])
+    assert picks[0] == picks[1]
+    curator = Curator(small(), PrivacyFilter(100), seed=0)
+    with pytest.raises(InvalidArgumentError, match="flat array must hold 11 values"):
+        curator.select(cands, np.zeros(10), 1.0)
+    with pytest.raises(InvalidArgumentError, match="reference must be finite"):
+        curator.select(cands, np.full(11, np.nan), 1.0)
+    with pytest.raises(InvalidArgumentError, match="reference must be below 2"):
+        curator.select(cands, np.full(11, 2.0 ** 41), 1.0)
+    with pytest.raises(InvalidArgumentError, match=r"candidates\[1\]"):
+        curator.select([("a",), ("a", "a")], np.zeros(6), 1.0)
+    assert curator.privacy_filter.ledger.entries == ()
+
+
 def test_select_is_exact_for_far_apart_scores():
     """A gap the float Gumbel-max would round to probability 0 still yields the maximiser, and
     scores are computed in exact integers even for counts near 2^40 (no float cancellation)."""

@@ -108,68 +108,117 @@ std::vector<std::vector<AttrId>> triangulate(const std::vector<std::int64_t>& sh
 
 namespace {
 
-// The greedy triangulation depends on the graph alone (not on which cliques drew it), so a
-// hypothetical tree can start from a copy of the base graph (hypothetical_sizes_mb).
-std::vector<std::vector<AttrId>> triangulate_graph(const std::vector<std::int64_t>& shape,
-                                                   BitGraph g) {
-  const int d = static_cast<int>(shape.size());
-  const int W = g.words();
-  std::vector<std::uint64_t> remaining(std::size_t(W), 0);
-  for (int v = 0; v < d; ++v) remaining[v >> 6] |= std::uint64_t{1} << (v & 63);
-  // Cost of eliminating v: cells of {v} ∪ its remaining neighbours, as a double so it never
-  // overflows (exact below 2**53, where ties matter).
-  auto cost_of = [&](int v) {
-    double cells = static_cast<double>(shape[std::size_t(v)]);
-    for_each_bit(g.row(v), remaining.data(), W,
-                 [&](int u) { cells *= static_cast<double>(shape[std::size_t(u)]); });
-    return cells;
-  };
-  std::vector<double> cost(static_cast<std::size_t>(d));
-  for (int v = 0; v < d; ++v) cost[std::size_t(v)] = cost_of(v);
-  std::vector<std::vector<std::uint64_t>> elim_cliques;
-  elim_cliques.reserve(std::size_t(d));
-  std::vector<char> alive(std::size_t(d), 1);
-  std::vector<int> nbrs;
-  for (int step = 0; step < d; ++step) {
-    int best = -1;
-    for (int v = 0; v < d; ++v)
-      if (alive[std::size_t(v)] && (best < 0 || cost[std::size_t(v)] < cost[std::size_t(best)]))
-        best = v;
-    nbrs.clear();
-    for_each_bit(g.row(best), remaining.data(), W, [&](int u) { nbrs.push_back(u); });
-    std::vector<std::uint64_t> clique(std::size_t(W), 0);
-    clique[best >> 6] |= std::uint64_t{1} << (best & 63);
-    for (int u : nbrs) clique[u >> 6] |= std::uint64_t{1} << (u & 63);
-    elim_cliques.push_back(std::move(clique));
-    // Fill-in: the neighbours of the eliminated attribute become a clique.
-    for (std::size_t i = 0; i < nbrs.size(); ++i)
-      for (std::size_t j = i + 1; j < nbrs.size(); ++j) g.connect(nbrs[i], nbrs[j]);
-    remaining[best >> 6] &= ~(std::uint64_t{1} << (best & 63));
-    alive[std::size_t(best)] = 0;
-    for (int u : nbrs) cost[std::size_t(u)] = cost_of(u);
+// The greedy triangulation, one elimination at a time: next the attribute whose clique (it and
+// its remaining neighbours) has the fewest cells, the lowest index among ties. It depends on
+// the graph alone (not on which cliques drew it), and a run on the graph plus a few edges
+// takes the same steps until it reaches an endpoint of one of them, so a hypothetical tree
+// resumes from the base run's state there (hypothetical_sizes_mb).
+class Elimination {
+ public:
+  Elimination(const std::vector<std::int64_t>& shape, BitGraph g)
+      : shape_(&shape), g_(std::move(g)), remaining_(std::size_t(g_.words()), 0),
+        cost_(shape.size()), alive_(shape.size(), 1) {
+    const int d = static_cast<int>(shape.size());
+    for (int v = 0; v < d; ++v) remaining_[std::size_t(v >> 6)] |= std::uint64_t{1} << (v & 63);
+    for (int v = 0; v < d; ++v) cost_[std::size_t(v)] = cost_of(v);
   }
-  // Every maximal clique of the filled graph is an elimination clique; keep those not inside
-  // another (the first of equal ones).
-  auto subset = [&](const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
-    for (int w = 0; w < W; ++w)
-      if (a[std::size_t(w)] & ~b[std::size_t(w)]) return false;
-    return true;
-  };
-  std::vector<std::vector<AttrId>> out;
-  for (std::size_t i = 0; i < elim_cliques.size(); ++i) {
-    bool maximal = true;
-    for (std::size_t j = 0; j < elim_cliques.size() && maximal; ++j) {
-      if (i == j || !subset(elim_cliques[i], elim_cliques[j])) continue;
-      if (!subset(elim_cliques[j], elim_cliques[i]) || j < i) maximal = false;
+  // Adds the edge a-b (both not yet eliminated) and updates their costs.
+  void connect(int a, int b) {
+    g_.connect(a, b);
+    cost_[std::size_t(a)] = cost_of(a);
+    cost_[std::size_t(b)] = cost_of(b);
+  }
+  bool connected(int a, int b) const { return g_.connected(a, b); }
+  int next() const {
+    int best = -1;
+    for (std::size_t v = 0; v < cost_.size(); ++v)
+      if (alive_[v] && (best < 0 || cost_[v] < cost_[std::size_t(best)])) best = int(v);
+    return best;
+  }
+  // Eliminates v: returns its clique (a bit row), its neighbours become a clique (fill-in).
+  std::vector<std::uint64_t> eliminate(int v) {
+    const int W = g_.words();
+    nbrs_.clear();
+    for_each_bit(g_.row(v), remaining_.data(), W, [&](int u) { nbrs_.push_back(u); });
+    std::vector<std::uint64_t> clique(std::size_t(W), 0);
+    clique[std::size_t(v >> 6)] |= std::uint64_t{1} << (v & 63);
+    for (int u : nbrs_) clique[std::size_t(u >> 6)] |= std::uint64_t{1} << (u & 63);
+    for (std::size_t i = 0; i < nbrs_.size(); ++i)
+      for (std::size_t j = i + 1; j < nbrs_.size(); ++j) g_.connect(nbrs_[i], nbrs_[j]);
+    remaining_[std::size_t(v >> 6)] &= ~(std::uint64_t{1} << (v & 63));
+    alive_[std::size_t(v)] = 0;
+    for (int u : nbrs_) cost_[std::size_t(u)] = cost_of(u);
+    return clique;
+  }
+
+ private:
+  // Cells of {v} ∪ its remaining neighbours, as a double so it never overflows (exact below
+  // 2**53, where ties matter).
+  double cost_of(int v) {
+    double cells = static_cast<double>((*shape_)[std::size_t(v)]);
+    for_each_bit(g_.row(v), remaining_.data(), g_.words(),
+                 [&](int u) { cells *= static_cast<double>((*shape_)[std::size_t(u)]); });
+    return cells;
+  }
+
+  const std::vector<std::int64_t>* shape_;
+  BitGraph g_;
+  std::vector<std::uint64_t> remaining_;
+  std::vector<double> cost_;
+  std::vector<char> alive_;
+  std::vector<int> nbrs_;
+};
+
+// The maximal cliques of the filled graph, as sorted attribute lists, sorted. Elimination
+// clique C_i = {v_i} ∪ N+(v_i) (its neighbours eliminated later) can only lie inside an
+// earlier one, and then inside C_j of a j whose first later neighbour is v_i: N+(v_j) is a
+// clique holding v_i, so N+(v_j) ⊆ C_i, and C_i is not maximal iff some such N+(v_j) has
+// |C_i| members (the perfect-elimination-ordering argument of Blair & Peyton, "An
+// introduction to chordal graphs and clique trees", 1993, Sec. 4). O(d W), not O(d^2 W).
+std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<std::uint64_t>>& elim,
+                                                 const std::vector<int>& order, int d) {
+  std::vector<int> step(std::size_t(d), 0);
+  for (std::size_t i = 0; i < order.size(); ++i) step[std::size_t(order[i])] = int(i);
+  std::vector<int> size(elim.size(), 0);
+  for (std::size_t i = 0; i < elim.size(); ++i)
+    for (std::uint64_t w : elim[i]) size[i] += __builtin_popcountll(w);
+  std::vector<char> maximal(elim.size(), 1);
+  for (std::size_t j = 0; j < elim.size(); ++j) {
+    int first = -1;  // the step of v_j's first later neighbour
+    for (std::size_t w = 0; w < elim[j].size(); ++w) {
+      std::uint64_t x = elim[j][w];
+      while (x) {
+        const int v = int(w * 64) + __builtin_ctzll(x);
+        x &= x - 1;
+        if (v != order[j] && (first < 0 || step[std::size_t(v)] < first)) first = step[std::size_t(v)];
+      }
     }
-    if (!maximal) continue;
+    if (first >= 0 && size[j] - 1 == size[std::size_t(first)]) maximal[std::size_t(first)] = 0;
+  }
+  std::vector<std::vector<AttrId>> out;
+  for (std::size_t i = 0; i < elim.size(); ++i) {
+    if (!maximal[i]) continue;
     std::vector<AttrId> c;
     for (int v = 0; v < d; ++v)
-      if (elim_cliques[i][std::size_t(v >> 6)] >> (v & 63) & 1) c.push_back(v);
+      if (elim[i][std::size_t(v >> 6)] >> (v & 63) & 1) c.push_back(v);
     out.push_back(std::move(c));
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::vector<AttrId>> triangulate_graph(const std::vector<std::int64_t>& shape,
+                                                   BitGraph g) {
+  const int d = static_cast<int>(shape.size());
+  Elimination run(shape, std::move(g));
+  std::vector<std::vector<std::uint64_t>> elim;
+  std::vector<int> order;
+  elim.reserve(std::size_t(d));
+  for (int step = 0; step < d; ++step) {
+    order.push_back(run.next());
+    elim.push_back(run.eliminate(order.back()));
+  }
+  return maximal_cliques(elim, order, d);
 }
 
 }  // namespace
@@ -297,26 +346,59 @@ double JunctionTree::hypothetical_size_mb(const std::vector<std::vector<AttrId>>
 std::vector<double> JunctionTree::hypothetical_sizes_mb(
     const std::vector<std::vector<std::vector<AttrId>>>& batch) const {
   const int d = num_attrs();
-  const BitGraph base = graph_of(d, input_, "clique");
+  for (const auto& extra : batch)
+    for (const auto& c : extra) check_attr_ids(c, d, "extra clique");
+  // The base run, with its state before every step (when that fits in 64 MB; else every
+  // hypothetical run starts from scratch) and the step at which each attribute goes.
+  Elimination base(shape_, graph_of(d, input_, "clique"));
+  const double state_bytes = double(d) * double((d + 63) / 64) * 8.0 + double(d) * 24.0;
+  const bool resume = double(d) * state_bytes <= 64.0 * 1048576.0;
+  std::vector<Elimination> before;
+  std::vector<std::vector<std::uint64_t>> elim;
+  std::vector<int> order;
+  std::vector<int> step_of(std::size_t(d), 0);
+  if (resume) {
+    Elimination run = base;
+    before.reserve(std::size_t(d));
+    for (int step = 0; step < d; ++step) {
+      before.push_back(run);
+      const int v = run.next();
+      step_of[std::size_t(v)] = step;
+      order.push_back(v);
+      elim.push_back(run.eliminate(v));
+    }
+  }
   std::vector<double> out;
   out.reserve(batch.size());
+  std::vector<std::pair<int, int>> edges;
   for (const auto& extra : batch) {
-    bool adds_edge = false;
-    for (const auto& c : extra) {
-      check_attr_ids(c, d, "extra clique");
-      for (std::size_t i = 0; i < c.size() && !adds_edge; ++i)
-        for (std::size_t j = i + 1; j < c.size() && !adds_edge; ++j)
-          adds_edge = !base.connected(c[i], c[j]);
-    }
-    if (!adds_edge) {  // the same graph, so the same triangulation: this tree's own size
+    edges.clear();
+    for (const auto& c : extra)
+      for (std::size_t i = 0; i < c.size(); ++i)
+        for (std::size_t j = i + 1; j < c.size(); ++j)
+          if (c[i] != c[j] && !base.connected(c[i], c[j])) edges.emplace_back(c[i], c[j]);
+    if (edges.empty()) {  // the same graph, so the same triangulation: this tree's own size
       out.push_back(size_mb());
       continue;
     }
-    BitGraph g = base;
-    for (const auto& c : extra)
-      for (std::size_t i = 0; i < c.size(); ++i)
-        for (std::size_t j = i + 1; j < c.size(); ++j) g.connect(c[i], c[j]);
-    out.push_back(sum_cells(shape_, triangulate_graph(shape_, std::move(g))) * kBytesPerCell /
+    // Until an endpoint of a new edge is eliminated, the run takes the base run's steps:
+    // only the endpoints' costs grow (never below the chosen one's, ties going to the lower
+    // index as before), and no eliminated clique holds an endpoint.
+    int start = 0;
+    if (resume) {
+      start = d;
+      for (const auto& [a, b] : edges)
+        start = std::min({start, step_of[std::size_t(a)], step_of[std::size_t(b)]});
+    }
+    Elimination run = resume ? before[std::size_t(start)] : base;
+    for (const auto& [a, b] : edges) run.connect(a, b);
+    std::vector<std::vector<std::uint64_t>> cliques(elim.begin(), elim.begin() + start);
+    std::vector<int> steps(order.begin(), order.begin() + start);
+    for (int step = start; step < d; ++step) {
+      steps.push_back(run.next());
+      cliques.push_back(run.eliminate(steps.back()));
+    }
+    out.push_back(sum_cells(shape_, maximal_cliques(cliques, steps, d)) * kBytesPerCell /
                   kBytesPerMb);
   }
   return out;

@@ -55,6 +55,21 @@ def test_hypothetical_sizes_equal_the_size_of_the_tree_built_with_the_candidate(
     assert got == [tree.hypothetical_size_mb([c]) for c in candidates]
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(10, 40), st.data())
+def test_resumed_hypothetical_runs_equal_fresh_trees_on_wider_graphs(d, data):
+    # A hypothetical run resumes the base run where it first eliminates an endpoint of a new
+    # edge; with many attributes (sizes 1-4: ties of cost) that point is deep in the run.
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
+    domain = Domain(tuple(f"x{i}" for i in range(d)), shape)
+    pick = st.lists(st.sampled_from(domain.attrs), min_size=1, max_size=3, unique=True).map(tuple)
+    base = data.draw(st.lists(pick, max_size=2 * d))
+    candidates = data.draw(st.lists(pick, min_size=1, max_size=20))
+    tree = JunctionTree(domain, base)
+    assert tree.hypothetical_sizes_mb(candidates) == [
+        JunctionTree(domain, list(base) + [c]).size_mb for c in candidates]
+
+
 @settings(max_examples=60, deadline=None)
 @given(trees(), st.data())
 def test_aim_jt_sizes_cache_equals_the_recomputed_sizes_after_every_measurement(case, data):
@@ -70,3 +85,43 @@ def test_aim_jt_sizes_cache_equals_the_recomputed_sizes_after_every_measurement(
         added.append(clique)
         fresh = JunctionTree(domain, added).hypothetical_sizes_mb(candidates)
         assert cache.sizes_mb() == fresh
+
+
+def greedy_cliques(domain, cliques):
+    """The junction tree's cliques by brute force: eliminate the attribute whose clique (it and
+    its remaining neighbours) has the fewest cells, lowest index first; keep the elimination
+    cliques that no other one contains."""
+    d = len(domain.attrs)
+    nbr = {v: set() for v in range(d)}
+    for c in cliques:
+        ids = [domain.attrs.index(a) for a in c]
+        for a, b in itertools.combinations(ids, 2):
+            nbr[a].add(b)
+            nbr[b].add(a)
+    left, elim = set(range(d)), []
+
+    def cells(v):
+        out = domain.shape[v]
+        for u in nbr[v] & left:
+            out *= domain.shape[u]
+        return out
+    while left:
+        v = min(sorted(left), key=cells)
+        clique = {v} | (nbr[v] & left)
+        elim.append(frozenset(clique))
+        for a, b in itertools.combinations(clique - {v}, 2):
+            nbr[a].add(b)
+            nbr[b].add(a)
+        left.remove(v)
+    kept = [c for c in elim if not any(c < o for o in elim)]
+    return sorted(tuple(domain.attrs[i] for i in sorted(c)) for c in set(kept))
+
+
+@settings(max_examples=100, deadline=None)
+@given(trees())
+def test_tree_cliques_are_the_maximal_greedy_elimination_cliques(case):
+    # The compiled triangulation keeps an elimination clique unless a later-eliminated
+    # neighbour's clique equals it (chordal-graph rule); here every pair of cliques is compared.
+    domain, base, candidates = case
+    for cliques in (base, list(base) + candidates[:1]):
+        assert sorted(JunctionTree(domain, cliques).cliques) == greedy_cliques(domain, cliques)

@@ -13,7 +13,7 @@ change nothing. Not private: it reads the real data to grade. Run it alone.
 
     python bench/wide.py run --label after [--d 15 25 50 100] [--mechanism aim mst]
     python bench/wide.py profile --d 100 --mechanism aim      # cProfile, top 25 by cumtime
-    python bench/wide.py report                                # bench/results/wide.md
+    python bench/wide.py report [--labels A B]                 # bench/results/wide.md
 """
 from __future__ import annotations
 
@@ -103,29 +103,32 @@ def run_one(mechanism: str, d: int) -> dict:
             "synthetic_sha256": hashlib.sha256(records.tobytes()).hexdigest()}
 
 
-def report() -> str:
+def report(labels=None) -> str:
     rows = [json.loads(line) for line in open(RESULTS_JSONL)] if os.path.exists(RESULTS_JSONL) else []
     latest = {}
     for r in rows:   # the last measurement of each (label, mechanism, d)
         latest[(r["label"], r["mechanism"], r["d"])] = r
-    labels = list(dict.fromkeys(r["label"] for r in rows))
+    labels = list(labels or dict.fromkeys(r["label"] for r in rows))
     lines = ["# AIM and MST on widened national2019 (issue 22)", "",
              "national2019 (27,253 records) widened to d columns by renamed copies; AIM with the "
              "all-2way workload and MST, ε = 1, δ = 1e-9, seed 0, ledger written to a file. "
              "CPU seconds (`time.process_time`, one process at a time on a shared 2-core machine); "
              "error = AIM Definition 2 over all 2-way marginals. `same` = the ledger file and the "
-             "synthetic records hash equal to the first label's. Written by `bench/wide.py report`.",
+             "synthetic records hash equal to the first label's. Written by `bench/wide.py report"
+             + (" --labels " + " ".join(labels) if labels else "") + "`.",
              "", "| mechanism | d | " + " | ".join(f"CPU s {lb}" for lb in labels)
-             + " | error | same |", "|---|---|" + "---|" * len(labels) + "---|---|"]
-    keys = sorted({(m, d) for _, m, d in latest}, key=lambda k: (k[0], k[1]))
+             + " | " + " | ".join(f"error {lb}" for lb in labels) + " | same |",
+             "|---|---|" + "---|" * (2 * len(labels)) + "---|"]
+    keys = sorted({(m, d) for lb, m, d in latest if lb in labels}, key=lambda k: (k[0], k[1]))
     for m, d in keys:
         runs = [latest.get((lb, m, d)) for lb in labels]
         first = next(r for r in runs if r is not None)
         same = all(r is None or (r["ledger_sha256"], r["synthetic_sha256"])
                    == (first["ledger_sha256"], first["synthetic_sha256"]) for r in runs)
         cells = ["—" if r is None else f"{r['cpu_s']:.1f}" for r in runs]
-        lines.append(f"| {m.upper()} | {d} | " + " | ".join(cells)
-                     + f" | {first['error']:.4f} | {'yes' if same else 'NO'} |")
+        errors = ["—" if r is None else f"{r['error']:.4f}" for r in runs]
+        lines.append(f"| {m.upper()} | {d} | " + " | ".join(cells) + " | " + " | ".join(errors)
+                     + f" | {'yes' if same else 'no'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -136,9 +139,10 @@ def main(argv=None) -> int:
     parser.add_argument("--d", type=int, nargs="+", default=list(WIDTHS))
     parser.add_argument("--mechanism", nargs="+", default=["aim", "mst"], choices=("aim", "mst"))
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--labels", nargs="+", help="report: these labels, in this order")
     args = parser.parse_args(argv)
     if args.command == "report":
-        text = report()
+        text = report(args.labels)
         with open(RESULTS_MD, "w") as fh:
             fh.write(text)
         print(text)

@@ -20,7 +20,12 @@ Everything after is post-processing (Lemma 3.2) and costs nothing:
    SW2^2 over ``projections`` random directions per marginal (``dpcore.sliced_wasserstein``,
    C++) and takes one sparse Adam step in which each gradient entry is kept with probability
    ``keep`` (the paper drops 80%), then clips to [0, 1]. The learning rate starts at ``lr``
-   and is multiplied by ``gamma`` every ``step_size`` epochs (PyTorch StepLR).
+   and is multiplied by ``gamma`` every ``step_size`` epochs (PyTorch StepLR). The paper's
+   schedule is 50 epochs of its 1000, i.e. 20 decays to 0.75^19 lr = 4e-4 at the end; the
+   default ``step_size`` (None) keeps those 20 decays for any number of epochs,
+   ``max(1, epochs // 20)``, the paper's 50 at 1000 epochs. A fixed 50 on a short run ends
+   with a rate the particles jitter at (on adult-pgm, exact tables, 10k x 100 epochs: 2-way
+   error 0.276 with step 50, 0.099 with step 5; bins are 0.01 wide).
 3. *finalisation* (Alg. 3 line 8): each particle snaps to its nearest grid cell.
 
 Privacy: the charges are ``GaussianEvent(sigma, 1)`` per measured marginal (add/remove
@@ -95,7 +100,7 @@ def _project(noisy: np.ndarray, total: float, method: str) -> np.ndarray:
 
 
 def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, lr: float = 0.1,
-            projections: int = 10, batch: int = 5, keep: float = 0.2, step_size: int = 50,
+            projections: int = 10, batch: int = 5, keep: float = 0.2, step_size: int | None = None,
             gamma: float = 0.75, total_share: float = 0.01, projection: str = "consistent",
             synthetic_rows: int | None = None, seed=None, callback=None,
             progress=None, threads: int = 0, discrete: bool | None = None) -> MechanismResult:
@@ -166,7 +171,8 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     start = time.perf_counter()
     x, losses = descend(tables, cols, len(domain), rng, particles=particles, epochs=epochs,
                         lr=lr, projections=projections, batch=batch, keep=keep,
-                        step_size=step_size, gamma=gamma, progress=progress, threads=threads)
+                        step_size=plan.options["step_size"], gamma=gamma, progress=progress,
+                        threads=threads)
     timer.add("optimise", time.perf_counter() - start)
 
     start = time.perf_counter()
@@ -241,8 +247,11 @@ def check_options(particles, epochs, lr, projections, batch, keep, step_size, ga
 
     if projection not in PROJECTIONS:
         raise InvalidArgumentError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+    epochs = integer("epochs", epochs, 1, 10 ** 6)
+    if step_size is None:       # the paper's 20 decays, whatever the number of epochs
+        step_size = max(1, epochs // 20)
     return {"particles": integer("particles", particles, 1, 2 ** 32 - 1),
-            "epochs": integer("epochs", epochs, 1, 10 ** 6),
+            "epochs": epochs,
             "lr": real("lr", lr, 0.0, 10.0),
             "projections": integer("projections", projections, 1, 10 ** 4),
             "batch": integer("batch", batch, 1, 10 ** 6),

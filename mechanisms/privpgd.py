@@ -144,13 +144,14 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     total = max(1.0, float(np.sum(curator.measure((smallest,), sigma, discrete=discrete))))
     log((smallest,), sigma, curator.privacy_filter.spent - before, start)
     end = Fraction(curator.privacy_filter.spent) + (rho - rho * Fraction(total_share))
-    noisy = []
+    noisy, sigmas = [], []
     for i, pair in enumerate(pairs):
         start = time.perf_counter()
         left = end - Fraction(curator.privacy_filter.spent)
         sigma = gaussian_sigma(left / (len(pairs) - i))
         before = curator.privacy_filter.spent
         noisy.append(curator.measure(pair, sigma, discrete=discrete))
+        sigmas.append(sigma)
         log(pair, sigma, curator.privacy_filter.spent - before, start)
     retired = curator.retire("PrivPGD calibration residue")
     timer.add("measure", sum(r.seconds for r in records))
@@ -160,7 +161,6 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     index = {a: k for k, a in enumerate(domain.attrs)}
     cols = [(index[a], index[b]) for a, b in pairs]
     if projection == "consistent":
-        sigmas = [r.sigma for r in records[1:]]
         tables = consistent_tables([y.reshape(domain[a], domain[b])
                                     for (a, b), y in zip(pairs, noisy)], cols, total, sigmas)
     else:

@@ -36,6 +36,7 @@ REPORT = os.path.join(HERE, "results", "privpgd.md")
 CONFIGS = {
     "privpgd-10k-250": ("privpgd", {"particles": 10_000, "epochs": 250}),
     "privpgd-100k-100": ("privpgd", {"particles": 100_000, "epochs": 100}),
+    "privpgd-100k-250": ("privpgd", {"particles": 100_000, "epochs": 250}),
     "privpgd-100k-1000": ("privpgd", {"particles": 100_000, "epochs": 1000}),
     "aim-2way": ("aim", {"workload": "all-2way"}),
 }

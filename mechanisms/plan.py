@@ -366,8 +366,8 @@ PRIVPGD_MAX_WORK = 10 ** 12
 
 
 def plan_privpgd(domain, rho, *, workload="all-2way", particles=100_000, epochs=1000, lr=0.1,
-                 projections=10, batch=5, keep=0.2, step_size=50, gamma=0.75,
-                 total_share=0.01, projection="simplex", rows=None, seed=None) -> Plan:
+                 projections=10, batch=5, keep=0.2, step_size=None, gamma=0.75,
+                 total_share=0.01, projection="consistent", rows=None, seed=None) -> Plan:
     """PrivPGD (``mechanisms.privpgd.privpgd``), checked: at least one attribute pair, the
     options' ranges, the particles' memory (4 m d + 40 m cells within the cell cap) and the
     descent's work (epochs x pairs x projections x m <= ``PRIVPGD_MAX_WORK``)."""

@@ -869,8 +869,10 @@ class PrivPGD(Synthesizer):
     ``particles`` (m, the paper's 100k), ``epochs`` (1000), ``lr`` (0.1): the descent;
     ``projections`` (10 directions a marginal a step), ``batch`` (5 marginals a step),
     ``keep`` (0.2: the paper drops 80% of gradient entries), ``step_size``/``gamma`` (the
-    learning rate x 0.75 every 50 epochs) as in the paper. ``projection``: "simplex" or
-    "clip". ``total_share``: the share of the budget on the noisy record count.
+    learning rate x 0.75 every ``step_size`` epochs; default ``epochs // 20``: the paper's 50
+    at its 1000 epochs, the same 20 decays on shorter runs). ``projection``: "consistent"
+    (default: shared attributes made to agree, then the simplex), "simplex" or "clip".
+    ``total_share``: the share of the budget on the noisy record count.
     """
 
     name = "privpgd"
@@ -878,8 +880,8 @@ class PrivPGD(Synthesizer):
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-2way", particles: int = 100_000,
                  epochs: int = 1000, lr: float = 0.1, projections: int = 10, batch: int = 5,
-                 keep: float = 0.2, step_size: int = 50, gamma: float = 0.75,
-                 total_share: float = 0.01, projection: str = "simplex", **kwargs: Any) -> None:
+                 keep: float = 0.2, step_size: int | None = None, gamma: float = 0.75,
+                 total_share: float = 0.01, projection: str = "consistent", **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
         self.workload, self.particles, self.epochs, self.lr = workload, particles, epochs, lr
         self.projections, self.batch, self.keep = projections, batch, keep

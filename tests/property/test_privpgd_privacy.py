@@ -32,7 +32,7 @@ def problems(draw):
     workload = draw(st.lists(st.sampled_from(subsets), min_size=1, max_size=4, unique=True))
     return (TrackedDataset(records, Domain(attrs, shape)), workload, draw(st.floats(1e-3, 100)),
             draw(st.floats(1e-12, 1e-3)), draw(st.integers(0, 2 ** 32)),
-            draw(st.sampled_from(["simplex", "clip"])))
+            draw(st.sampled_from(["consistent", "simplex", "clip"])))
 
 
 @SETTINGS

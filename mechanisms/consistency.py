@@ -1,0 +1,86 @@
+"""Consistent, non-negative 2-way tables from independent noisy measurements (post-processing).
+
+PrivPGD measures every attribute pair independently, so two noisy tables that share an
+attribute disagree on its 1-way marginal; particles cannot match both, and the descent settles
+on a blur of the two (on adult-pgm, exact tables give 2-way error ~0.10 where the separately
+projected noisy ones give ~0.25 at eps 2.5, same descent: bench/results/privpgd.md). The
+standard remedy (PrivSyn's consistency step; Private-PGM's estimate of shared marginals) is
+used here:
+
+1. every table gets the same total ``total`` (the noisy record count), spread evenly;
+2. for every attribute ``a``, the consensus marginal is the inverse-variance weighted mean of
+   the margins on ``a`` of the tables that contain it (a margin summed over ``k`` cells of
+   noise ``sigma`` has variance ``k sigma^2`` a cell), and each table's margin is moved onto
+   it by spreading the difference evenly over the other axis. With equal totals, the
+   corrections on the two axes of a 2-D table do not disturb each other, so after one sweep
+   every shared 1-way marginal agrees exactly;
+3. each table is projected in L2 onto {p >= 0, sum p = total} (the simplex projection).
+
+Step 3 breaks step 2 a little where cells are clipped, so the three steps repeat ``rounds``
+times, ending on step 3 (alternating projections). Only the measurements are used: no
+privacy cost (post-processing). The work is vectorised NumPy over cells (a few ms a table).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcore.errors import InvalidArgumentError
+
+__all__ = ["consistent_tables", "project_simplex"]
+
+
+def project_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
+    """The Euclidean projection of ``v`` onto {p >= 0, sum p = total}: p = max(v - tau, 0)
+    with tau chosen so the sum is ``total`` (sort-based, O(n log n))."""
+    v = np.asarray(v, dtype=np.float64)
+    flat = v.ravel()
+    u = np.sort(flat)[::-1]
+    cumulative = np.cumsum(u) - total
+    ranks = np.arange(1, flat.size + 1)
+    rho = np.nonzero(u - cumulative / ranks > 0)[0][-1]
+    return np.maximum(v - cumulative[rho] / (rho + 1), 0.0)
+
+
+def consistent_tables(noisy, cols, total: float, sigmas=None, rounds: int = 10) -> list:
+    """Probability tables (each sums to 1) from the noisy count tables ``noisy[t]`` (2-D,
+    axes = attributes ``cols[t] = (i, j)``), consistent on shared attributes up to the final
+    clipping (module docstring). ``sigmas[t]``: the noise scale of table t (default: equal)."""
+    if not (np.isfinite(total) and total > 0):
+        raise InvalidArgumentError(f"total must be a positive finite number, got {total!r}")
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+        raise InvalidArgumentError(f"rounds must be an int >= 1, got {rounds!r}")
+    tables = [np.array(y, dtype=np.float64) for y in noisy]
+    if len(tables) != len(cols):
+        raise InvalidArgumentError(f"{len(tables)} tables for {len(cols)} column pairs")
+    for y, (i, j) in zip(tables, cols):
+        if y.ndim != 2 or i == j:
+            raise InvalidArgumentError("every table must be 2-D over two distinct columns")
+    sigmas = np.ones(len(tables)) if sigmas is None else np.asarray(sigmas, dtype=np.float64)
+    # which (table, axis) pairs carry each attribute
+    holders: dict[int, list[tuple[int, int]]] = {}
+    for t, pair in enumerate(cols):
+        for axis, a in enumerate(pair):
+            holders.setdefault(int(a), []).append((t, axis))
+    for a, held in holders.items():
+        sizes = {tables[t].shape[axis] for t, axis in held}
+        if len(sizes) != 1:
+            raise InvalidArgumentError(f"column {a} has different sizes across tables: {sizes}")
+    for _ in range(int(rounds)):
+        for t, y in enumerate(tables):
+            y += (total - y.sum()) / y.size
+        for a, held in holders.items():
+            if len(held) < 2:
+                continue
+            margins, weights = [], []
+            for t, axis in held:
+                other = tables[t].shape[1 - axis]
+                margins.append(tables[t].sum(axis=1 - axis))
+                weights.append(1.0 / (sigmas[t] ** 2 * other))
+            w = np.asarray(weights)
+            consensus = np.tensordot(w, np.asarray(margins), axes=1) / w.sum()
+            for (t, axis), margin in zip(held, margins):
+                other = tables[t].shape[1 - axis]
+                shift = (consensus - margin) / other
+                tables[t] += shift[:, None] if axis == 0 else shift[None, :]
+        tables = [project_simplex(y, total) for y in tables]
+    return [y / y.sum() for y in tables]

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <exception>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -376,7 +374,7 @@ std::vector<double> JunctionTree::hypothetical_sizes_mb(
     for (const auto& c : extra)
       for (std::size_t i = 0; i < c.size(); ++i)
         for (std::size_t j = i + 1; j < c.size(); ++j)
-          if (c[i] != c[j] && !base.connected(c[i], c[j])) edges.emplace_back(c[i], c[j]);
+          if (!base.connected(c[i], c[j])) edges.emplace_back(c[i], c[j]);
     if (edges.empty()) {  // the same graph, so the same triangulation: this tree's own size
       out.push_back(size_mb());
       continue;
@@ -638,59 +636,11 @@ Factor contract_all(std::vector<const Factor*> parts, const AttrSet& keep,
 
 }  // namespace
 
-// How project() computes one marginal: read from `home` when a clique holds the attributes;
-// otherwise messages flow up a subtree, `order` listing its cliques from the root down, each
-// clique c first reducing its belief to local[c] (when that drops attributes) and sending
-// keep[c] towards up[c].
-struct CalibratedTree::Plan {
-  int home = -1;
-  std::vector<int> order;
-  std::vector<int> up;
-  std::vector<std::vector<int>> kids;  // per clique, in the order their messages are combined
-  std::vector<AttrSet> local, keep;
-  std::vector<MessageKey> key;         // per clique but the root: what its message depends on
-};
-
-// Tables that queries of one project_many call share: belief reductions (computed up front)
-// and messages (kept by whichever query computes one first). Both are computed by the same
-// code as without sharing, so every marginal is bit-identical to project()'s.
-class CalibratedTree::Memo {
- public:
-  Memo(std::map<std::pair<int, AttrSet>, Factor> reductions, std::map<MessageKey, int> wanted,
-       double budget)
-      : reductions_(std::move(reductions)), wanted_(std::move(wanted)), budget_(budget) {}
-
-  const Factor* reduction(int c, const AttrSet& local) const {
-    auto it = reductions_.find({c, local});
-    return it == reductions_.end() ? nullptr : &it->second;
-  }
-  const Factor* find(const MessageKey& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = messages_.find(key);
-    return it == messages_.end() ? nullptr : &it->second;  // map nodes never move
-  }
-  // Keeps a message that another query will read, while the cells kept stay within budget.
-  void offer(const MessageKey& key, const Factor& m) {
-    if (wanted_.count(key) == 0) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (double(m.size()) > budget_ || messages_.count(key) != 0) return;
-    budget_ -= double(m.size());
-    messages_.emplace(key, m);
-  }
-
- private:
-  const std::map<std::pair<int, AttrSet>, Factor> reductions_;
-  const std::map<MessageKey, int> wanted_;
-  std::mutex mutex_;
-  std::map<MessageKey, Factor> messages_;
-  double budget_;
-};
-
-CalibratedTree::Plan CalibratedTree::plan(const std::vector<AttrId>& attrs) const {
+Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
   const JunctionTree& t = *tree_;
-  Plan plan;
-  plan.home = t.containing_clique(attrs);
-  if (plan.home >= 0) return plan;
+  check_attr_ids(attrs, t.num_attrs(), "projected attributes");
+  const int home = t.containing_clique(attrs);
+  if (home >= 0) return beliefs_[std::size_t(home)].project(attrs, false);
   // Smallest subtree covering attrs: prune leaves whose wanted attributes all lie in their
   // neighbour (by the running-intersection property, exactly the leaves that are not needed).
   const std::size_t k = t.cliques().size();
@@ -731,9 +681,8 @@ CalibratedTree::Plan CalibratedTree::plan(const std::vector<AttrId>& attrs) cons
   // attributes away from the root are carried in every message on their way to it, which
   // multiplies those tables by their sizes, so every alive clique is costed as the root
   // (cells swept by the planned contractions) and the cheapest wins.
-  std::vector<int>& order = plan.order;  // from the root, parents first
-  std::vector<int>& up = plan.up;        // neighbour towards the root
-  up.assign(k, -1);
+  std::vector<int> order;      // from the root, parents first
+  std::vector<int> up(k, -1);  // neighbour towards the root
   auto root_at = [&](int root) {
     order.assign(1, root);
     up[std::size_t(root)] = -1;
@@ -772,8 +721,7 @@ CalibratedTree::Plan CalibratedTree::plan(const std::vector<AttrId>& attrs) cons
       if (x != up[std::size_t(c)]) kids.push_back(sent[std::size_t(x)]);
     return kids;
   };
-  plan.local.assign(k, AttrSet());
-  plan.keep.assign(k, AttrSet());
+  std::vector<AttrSet> sent(k);
   int root = -1;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < k; ++r) {
@@ -782,11 +730,12 @@ CalibratedTree::Plan CalibratedTree::plan(const std::vector<AttrId>& attrs) cons
     double cost = 0.0;
     for (std::size_t i = order.size(); i-- > 0;) {
       const int c = order[i];
-      std::vector<AttrSet> parts = kid_sets(c, plan.keep);
-      plan_clique(c, parts, &plan.local[std::size_t(c)], &plan.keep[std::size_t(c)]);
-      parts.insert(parts.begin(), plan.local[std::size_t(c)]);
+      std::vector<AttrSet> parts = kid_sets(c, sent);
+      AttrSet local;
+      plan_clique(c, parts, &local, &sent[std::size_t(c)]);
+      parts.insert(parts.begin(), local);
       cost += double(beliefs_[std::size_t(c)].size()) +
-              plan_contraction(std::move(parts), plan.keep[std::size_t(c)], t.shape(), nullptr);
+              plan_contraction(std::move(parts), sent[std::size_t(c)], t.shape(), nullptr);
     }
     if (cost < best) {
       best = cost;
@@ -794,166 +743,72 @@ CalibratedTree::Plan CalibratedTree::plan(const std::vector<AttrId>& attrs) cons
     }
   }
   root_at(root);
-  plan.kids.assign(k, {});
-  plan.key.assign(k, {});
+  std::vector<Factor> msg(k);
   for (std::size_t i = order.size(); i-- > 0;) {
     const int c = order[i];
-    plan_clique(c, kid_sets(c, plan.keep), &plan.local[std::size_t(c)],
-                &plan.keep[std::size_t(c)]);
+    std::vector<const Factor*> parts;
+    std::vector<AttrSet> kids;
     for (int x : nbrs[std::size_t(c)])
-      if (x != up[std::size_t(c)]) plan.kids[std::size_t(c)].push_back(x);
-    if (up[std::size_t(c)] < 0) continue;
-    // A message is a function of its subtree's cliques, in combination order, with their
-    // reductions and kept attributes (and the beliefs): that list is its key.
-    MessageKey& key = plan.key[std::size_t(c)];
-    key = {c, up[std::size_t(c)], int(plan.local[std::size_t(c)].size())};
-    key.insert(key.end(), plan.local[std::size_t(c)].begin(), plan.local[std::size_t(c)].end());
-    key.push_back(int(plan.keep[std::size_t(c)].size()));
-    key.insert(key.end(), plan.keep[std::size_t(c)].begin(), plan.keep[std::size_t(c)].end());
-    for (int x : plan.kids[std::size_t(c)]) {
-      const MessageKey& sub = plan.key[std::size_t(x)];
-      key.push_back(int(sub.size()));
-      key.insert(key.end(), sub.begin(), sub.end());
+      if (x != up[std::size_t(c)]) {
+        parts.push_back(&msg[std::size_t(x)]);
+        kids.push_back(msg[std::size_t(x)].attrs());
+      }
+    AttrSet local, keep;
+    plan_clique(c, kids, &local, &keep);
+    const Factor& belief = beliefs_[std::size_t(c)];
+    const Factor reduced = local.size() == belief.attrs().size() ? belief : belief.project(local);
+    parts.insert(parts.begin(), &reduced);
+    Factor m = parts.size() == 1 ? reduced.project(keep) : contract_all(parts, keep, t.shape());
+    for (int x : nbrs[std::size_t(c)])
+      if (x != up[std::size_t(c)]) msg[std::size_t(x)] = Factor();
+    const int p = up[std::size_t(c)];
+    if (p < 0) {
+      const double total = m.sum();
+      if (total > 0.0) m.multiply_scalar(1.0 / total);
+      return m;
     }
+    // The separator marginal is stored on whichever end is the child in the tree's rooting.
+    Factor inv = separator_marginals_[std::size_t(t.parent(c) == p ? c : p)];
+    // A separator cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf into
+    // NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an empty one.
+    for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
+    m.multiply_inplace(inv);
+    msg[std::size_t(c)] = std::move(m);
   }
-  return plan;
+  throw InvalidArgument("projection subtree has no top clique");  // unreachable: a tree
 }
-
-// The message clique c sends up (at the root: the query's marginal): its reduced belief
-// times its children's messages, summed down to keep[c], then over the separator marginal.
-Factor CalibratedTree::message(const Plan& plan, int c, const std::vector<AttrId>& attrs,
-                               Memo* memo) const {
-  const int p = plan.up[std::size_t(c)];
-  if (memo != nullptr && p >= 0) {
-    if (const Factor* hit = memo->find(plan.key[std::size_t(c)])) return *hit;
-  }
-  const JunctionTree& t = *tree_;
-  std::vector<Factor> msgs;
-  msgs.reserve(plan.kids[std::size_t(c)].size());
-  for (int x : plan.kids[std::size_t(c)]) msgs.push_back(message(plan, x, attrs, memo));
-  const AttrSet& local = plan.local[std::size_t(c)];
-  const AttrSet& keep = plan.keep[std::size_t(c)];
-  const Factor& belief = beliefs_[std::size_t(c)];
-  Factor own;
-  const Factor* reduced = &belief;
-  if (local.size() != belief.attrs().size()) {
-    const Factor* hit = memo != nullptr ? memo->reduction(c, local) : nullptr;
-    if (hit == nullptr) {
-      own = belief.project(local);
-      hit = &own;
-    }
-    reduced = hit;
-  }
-  std::vector<const Factor*> parts{reduced};
-  for (const Factor& m : msgs) parts.push_back(&m);
-  Factor m = parts.size() == 1 ? reduced->project(keep) : contract_all(parts, keep, t.shape());
-  msgs.clear();
-  if (p < 0) {
-    const double total = m.sum();
-    if (total > 0.0) m.multiply_scalar(1.0 / total);
-    return m;
-  }
-  // The separator marginal is stored on whichever end is the child in the tree's rooting.
-  Factor inv = separator_marginals_[std::size_t(t.parent(c) == p ? c : p)];
-  // A separator cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf into
-  // NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an empty one.
-  for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
-  m.multiply_inplace(inv);
-  if (memo != nullptr) memo->offer(plan.key[std::size_t(c)], m);
-  return m;
-}
-
-Factor CalibratedTree::run(const Plan& plan, const std::vector<AttrId>& attrs, Memo* memo) const {
-  if (plan.home >= 0) return beliefs_[std::size_t(plan.home)].project(attrs, false);
-  return message(plan, plan.order.front(), attrs, memo);
-}
-
-Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
-  check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
-  return run(plan(attrs), attrs, nullptr);
-}
-
-namespace {
-
-// Calls fn(i) for i in [0, n), strided over the kernel threads when `parallel`; the first
-// exception (by thread) is rethrown after all have finished.
-template <class F>
-void for_each_index(std::size_t n, bool parallel, F&& fn) {
-  const unsigned parts =
-      parallel ? unsigned(std::min<std::size_t>(kernel_threads(), n / 2 + 1)) : 1u;
-  std::vector<std::exception_ptr> errors(parts);
-  auto slice = [&](unsigned w) {
-    try {
-      for (std::size_t i = w; i < n; i += parts) fn(i);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  if (parts <= 1) {
-    slice(0);
-  } else {
-    run_parts(parts, [](void* ctx, unsigned w) { (*static_cast<decltype(slice)*>(ctx))(w); },
-              &slice);
-  }
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-}  // namespace
 
 std::vector<Factor> CalibratedTree::project_many(
     const std::vector<std::vector<AttrId>>& attrs_list) const {
   for (const auto& attrs : attrs_list)
     check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
-  const std::size_t n = attrs_list.size();
-  std::vector<Factor> out(n);
-  // Queries are independent and only read the tree: split them over the cores, unless they
-  // are all cheap (sums within small cliques), where waking workers would cost more than the
-  // work (the estimation loop calls this every iteration).
+  std::vector<Factor> out(attrs_list.size());
+  // Queries are independent and project() only reads the tree: split them over the cores,
+  // unless they are all cheap (sums within small cliques), where starting threads would cost
+  // more than the work (the estimation loop calls this every iteration).
   double work = 0.0;
   for (const auto& attrs : attrs_list) {
     const int home = tree_->containing_clique(attrs);
     work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
   }
-  const bool parallel = work >= 2.0 * double(kGrainCells) && n > 1;
-  std::vector<Plan> plans(n);
-  for_each_index(n, parallel, [&](std::size_t i) { plans[i] = plan(attrs_list[i]); });
-  // AIM's candidates spanning cliques share most of their subtrees: a triple's message from
-  // the branch holding one of its attributes is the same for every triple with that
-  // attribute there. What at least two queries read is computed once: the reduced beliefs
-  // up front, the messages by the first query to need one. The tables kept are bounded by
-  // the cells of the beliefs themselves (each kind).
-  double budget = 0.0;
-  for (const Factor& b : beliefs_) budget += double(b.size());
-  std::map<std::pair<int, AttrSet>, int> uses;
-  std::vector<std::pair<int, AttrSet>> keys;  // in first-use order: deterministic
-  std::map<MessageKey, int> messages;
-  for (const Plan& p : plans)
-    for (int c : p.order) {
-      if (p.up[std::size_t(c)] >= 0) ++messages[p.key[std::size_t(c)]];
-      const AttrSet& local = p.local[std::size_t(c)];
-      if (local.size() == beliefs_[std::size_t(c)].attrs().size()) continue;
-      if (uses[{c, local}]++ == 0) keys.emplace_back(c, local);
+  const std::size_t workers =
+      work < 2.0 * double(kGrainCells)
+          ? 1
+          : std::min<std::size_t>(kernel_threads(), attrs_list.size() / 2 + 1);
+  std::vector<std::exception_ptr> errors(workers);
+  auto run = [&](std::size_t w) {
+    try {
+      for (std::size_t i = w; i < attrs_list.size(); i += workers) out[i] = project(attrs_list[i]);
+    } catch (...) {
+      errors[w] = std::current_exception();
     }
-  for (auto it = messages.begin(); it != messages.end();)
-    it = it->second < 2 ? messages.erase(it) : std::next(it);
-  std::vector<std::pair<int, AttrSet>> shared;
-  double left = budget;
-  for (const auto& key : keys) {
-    const double cells = cells_of(key.second, tree_->shape());
-    if (uses[key] < 2 || cells > left) continue;
-    left -= cells;
-    shared.push_back(key);
-  }
-  std::vector<Factor> tables(shared.size());
-  for_each_index(shared.size(), parallel, [&](std::size_t i) {
-    tables[i] = beliefs_[std::size_t(shared[i].first)].project(shared[i].second);
-  });
-  std::map<std::pair<int, AttrSet>, Factor> reductions;
-  for (std::size_t i = 0; i < shared.size(); ++i)
-    reductions.emplace(std::move(shared[i]), std::move(tables[i]));
-  Memo memo(std::move(reductions), std::move(messages), budget);
-  for_each_index(n, parallel, [&](std::size_t i) { out[i] = run(plans[i], attrs_list[i], &memo); });
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(run, w);
+  run(0);
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

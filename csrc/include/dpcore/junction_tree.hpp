@@ -119,19 +119,10 @@ class CalibratedTree {
   /// messages flow up the subtree carrying the wanted attributes, each clique first summing
   /// out the attributes that no neighbour and no query needs.
   Factor project(const std::vector<AttrId>& attrs) const;
-  /// project() for each attribute list, the queries split over up to 4 threads; what several
-  /// queries share (reduced beliefs, messages of common subtrees) is computed once.
+  /// project() for each attribute list, the queries split over up to 4 threads.
   std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list) const;
 
  private:
-  using MessageKey = std::vector<int>;
-  struct Plan;
-  class Memo;
-  Plan plan(const std::vector<AttrId>& attrs) const;
-  // Runs a plan; tables found in `memo` (when given) are read from there.
-  Factor run(const Plan& plan, const std::vector<AttrId>& attrs, Memo* memo) const;
-  Factor message(const Plan& plan, int clique, const std::vector<AttrId>& attrs, Memo* memo) const;
-
   std::shared_ptr<const JunctionTree> tree_;
   std::vector<Factor> beliefs_;
   double log_partition_;

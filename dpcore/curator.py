@@ -171,9 +171,8 @@ class Curator:
 
     def select(self, candidates, reference, epsilon, *, weights=None, penalties=None) -> int:
         """Exponential mechanism: index of one candidate, Pr[r] ∝ exp(ε q_r / (2Δ)), sampled
-        exactly (``dpcore.accounting.level_sampler.level_exponential_mechanism``; since
-        2026-11-26, before which the same law was drawn by uniform proposals, so a seed's
-        selections differ from earlier versions').
+        exactly (``dpcore.accounting.level_sampler.level_exponential_mechanism``; builds before
+        2026-11-26 drew the same law by uniform proposals, so a seed may select differently).
 
         q_r = w_r (||M_r(D) − reference_r||₁ − penalty_r) with public ``reference`` vectors
         (e.g. the current model's marginals: one per candidate, or one 1-D array holding them
@@ -188,7 +187,8 @@ class Curator:
         rounded w_r: Δ = max_r w_r over the *rounded* weights, which is what is charged
         (AIM paper Sec. 4, Eq. 1; proofs/exact_sampling.py). Weighted marginals are summed in
         float64 by the marginal kernel; that rounding is outside this argument.
-        Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential_mechanism.py), charged first.
+        Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential_mechanism.py; the sampler's
+        exactness: proofs/level_sampling.py), charged first.
         """
         cliques = self._cliques_of(candidates, "candidates")
         if not cliques:
@@ -218,15 +218,8 @@ class Curator:
         trues = self._read(cliques)
         # Scores in units of 1/SCORE_GRID^2: Q_r = W_r (sum |C - R| - P_r), exact integers.
         scores = [wr * (l1 - pr) for l1, wr, pr in zip(_l1_many(trues, refs, sizes), grid_w, grid_pen)]
-        # In those units the sensitivity is top * SCORE_GRID; the law is the same, and the
-        # same for scores less their maximum. The level sampler draws from it in O(k) NumPy
-        # work where the uniform proposals of exact_exponential_mechanism take ~k Python-level
-        # coin flips (a tenth of MST's CPU at 100 attributes); it needs int64 gaps.
-        best, worst = max(scores), min(scores)
-        if best - worst >= 2 ** 62:
-            return exact_exponential_mechanism(scores, epsilon, top * SCORE_GRID, self._exact_rng)
-        gaps = np.array([v - best for v in scores], dtype=np.int64)
-        return level_exponential_mechanism(gaps, epsilon, top * SCORE_GRID, self._exact_rng)
+        # In those units the sensitivity is top * SCORE_GRID; the law is the same.
+        return _draw(scores, epsilon, top * SCORE_GRID, self._exact_rng)
 
     def select_query(self, cliques, queries, epsilon, *, offsets=None, draws=None):
         """Exponential mechanism over single counting queries (FEM's query player, Vietri et
@@ -360,6 +353,7 @@ class Curator:
         """:meth:`_clique` of each item; an error names the item as ``field[i]``. Known tuples
         are looked up first, so the field's name is formatted only for an item not seen yet."""
         known = self._cliques
+        items = items if isinstance(items, (list, tuple)) else list(items)
         try:
             out = list(map(known.get, items))   # every item a known tuple: the common case
             if None not in out and all(type(attrs) is tuple for attrs in items):
@@ -479,6 +473,19 @@ class Curator:
                 np.add.at(out, codes, moved)
                 values = np.moveaxis(out, 0, axis)
         return values.ravel()
+
+
+def _draw(scores: list, epsilon, sensitivity, rng) -> int:
+    """The exponential mechanism on exact integer ``scores``: the same law for the scores less
+    their maximum, which the level sampler draws in O(k) NumPy work where the uniform
+    proposals of exact_exponential_mechanism take ~k Python-level coin flips (a tenth of MST's
+    CPU at 100 attributes). It needs int64 gaps; wider spreads go to the uniform proposals.
+    Both are exact (proofs/exact_sampling.py, proofs/level_sampling.py)."""
+    best, worst = max(scores), min(scores)
+    if best - worst >= 2 ** 62:
+        return exact_exponential_mechanism(scores, epsilon, sensitivity, rng)
+    gaps = np.array([v - best for v in scores], dtype=np.int64)
+    return level_exponential_mechanism(gaps, epsilon, sensitivity, rng)
 
 
 def _l1_many(trues, refs: np.ndarray, sizes: np.ndarray) -> list[int]:

@@ -159,7 +159,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         w = np.array([weights[r] for r in pool])
         penalty = np.array([_EXPECTED_ABS * sigma * sizes[r] for r in pool])
         before = curator.privacy_filter.spent
-        index = curator.select(pool, np.concatenate(references), epsilon, weights=w, penalties=penalty)
+        flat = np.concatenate(references) if references else references   # one flat array
+        index = curator.select(pool, flat, epsilon, weights=w, penalties=penalty)
         chosen = pool[index]
         timer.add("select", time.perf_counter() - start)
         for r, ref in zip(pool, references):

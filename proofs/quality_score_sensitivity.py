@@ -62,7 +62,7 @@ def _scores(dataset, candidates, refs, eps, weights, penalties):
         return 0
 
     curator = Curator(dataset, PrivacyFilter(1), seed=0)
-    with patched(curator_module, "exact_exponential_mechanism", observe):
+    with patched(curator_module, "_draw", observe):
         curator.select(candidates, refs, eps, weights=weights, penalties=penalties)
     return seen["scores"], curator.privacy_filter.ledger.entries[-1].event.sensitivity
 

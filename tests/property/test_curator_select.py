@@ -11,7 +11,7 @@ from dpcore import Curator, Dataset, Domain
 from dpcore.accounting import PrivacyFilter
 from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import make_rng
-from dpcore.curator import SCORE_GRID, _l1, _l1_many
+from dpcore.curator import SCORE_GRID, _draw, _l1, _l1_many
 
 
 def brute_marginal(records, domain, attrs):
@@ -62,6 +62,7 @@ def test_select_picks_what_brute_force_scores_pick(case):
     # scores are in units of 1/SCORE_GRID^2, so the sensitivity is top * SCORE_GRID there
     shifted = np.array([v - max(scores) for v in scores], dtype=np.int64)  # the same law
     want = level_exponential_mechanism(shifted, 1.5, top * SCORE_GRID, make_rng(seed))
+    assert got == _draw(scores, 1.5, top * SCORE_GRID, make_rng(seed))
     assert got == want
     # The references were given in the candidates' own attribute order and used as flat
     # vectors over the canonical clique, as before: same length, no reordering.

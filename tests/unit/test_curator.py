@@ -227,6 +227,17 @@ def test_select_takes_one_flat_reference_array_as_the_vectors_concatenated():
     assert curator.privacy_filter.ledger.entries == ()
 
 
+def test_select_takes_any_iterable_of_candidates_and_far_spread_scores():
+    # A generator of candidates is read once; scores whose spread passes int64 (here ~2^79 in
+    # the curator's units) are drawn by the uniform-proposal sampler: the maximiser, surely.
+    domain = Domain(("a",), (2,))
+    data = Dataset(np.zeros((3, 1), dtype=np.int64), domain)
+    curator = Curator(data, PrivacyFilter(1000), seed=0)
+    ref = [np.zeros(2), np.array([2.0 ** 39, 0.0])]
+    assert curator.select((c for c in [("a",), ("a",)]), ref, 1.0) == 1
+    assert len(curator.privacy_filter.ledger.entries) == 1
+
+
 def test_select_is_exact_for_far_apart_scores():
     """A gap the float Gumbel-max would round to probability 0 still yields the maximiser, and
     scores are computed in exact integers even for counts near 2^40 (no float cancellation)."""

@@ -37,11 +37,8 @@ def _frame(n: int, seed: int) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client   # threads: the workers see this process's patched state (conftest)
 
 
 @pytest.fixture

@@ -17,12 +17,8 @@ BLOCK = 256     # the sampling block, made small so that a test sample has many 
 
 
 @pytest.fixture(scope="module")
-def client():
-    # threads, not processes: the workers see this process's (patched) SAMPLE_BLOCK
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
+def client(dask_client):
+    return dask_client   # threads: the workers see this process's patched state (conftest)
 
 
 @pytest.fixture(scope="module")

@@ -176,8 +176,8 @@ class Curator:
 
         q_r = w_r (||M_r(D) − reference_r||₁ − penalty_r) with public ``reference`` vectors
         (e.g. the current model's marginals: one per candidate, or one 1-D array holding them
-        concatenated, which saves a conversion per candidate), weights w_r >= 0 (default 1) and penalties
-        (default 0). The public inputs are first rounded to the grid 1/SCORE_GRID (rounding
+        concatenated, which saves a conversion per candidate), weights w_r >= 0 (default 1)
+        and penalties (default 0). The public inputs are first rounded to the grid 1/SCORE_GRID (rounding
         public values is post-processing of public values, so it costs nothing), and q_r is
         then computed exactly in integers. Sensitivity, exactly: adding or removing one record
         changes one cell of M_r(D) by 1 (integer counts, exact on the grid) or by its weight

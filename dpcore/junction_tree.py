@@ -50,22 +50,22 @@ _QUERIES: dict = {}
 _QUERIES_MAX = 1 << 16
 
 
+def _fresh_query(tree, attrs: tuple):
+    return tree._ids(attrs, "query"), tree.domain.project(attrs)
+
+
 def _query(tree, attrs: tuple):
     key = (tree.domain, attrs)
     try:
         hit = _QUERIES.get(key)
     except TypeError:    # an unhashable attribute: _ids refuses it with a typed error
-        return tree._ids(attrs, "query"), tree.domain.project(attrs)
+        return _fresh_query(tree, attrs)
     if hit is None:
-        hit = (tree._ids(attrs, "query"), tree.domain.project(attrs))
+        hit = _fresh_query(tree, attrs)
         if len(_QUERIES) >= _QUERIES_MAX:
             _QUERIES.clear()
         _QUERIES[key] = hit
     return hit
-
-
-def _fresh_query(tree, attrs: tuple):
-    return tree._ids(attrs, "query"), tree.domain.project(attrs)
 
 
 class JunctionTree:
@@ -198,9 +198,10 @@ class CalibratedTree:
 
     def project_many(self, attrs_list: Sequence[Sequence[str]]) -> list[Factor]:
         """``[project(a) for a in attrs_list]`` in one compiled call."""
+        attrs_list = [_attr_tuple(a) for a in attrs_list]
         # a call with more queries than the cache holds would only churn it
         remember = _query if len(attrs_list) <= _QUERIES_MAX else _fresh_query
-        queries = [remember(self.tree, _attr_tuple(a)) for a in attrs_list]
+        queries = [remember(self.tree, a) for a in attrs_list]
         values = self._core.project_many([ids for ids, _ in queries])
         return [Factor._trusted(sub, v) for (_, sub), v in zip(queries, values)]
 

@@ -107,12 +107,16 @@ def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any) -> int:
 
 
 class NotPlainText(Exception):
-    """The CSV holds a double quote or a bare carriage return: read it with another reader."""
+    """The CSV holds a double quote, a bare carriage return or a blank line: read it with
+    another reader."""
 
 
 def _plain(lines: bytes) -> bool:
-    """No double quote, and every CR ends a line (CRLF) in ``lines`` (whole lines)."""
-    if b'"' in lines:
+    """No double quote, no blank line, and every CR ends a line (CRLF) in ``lines`` (whole
+    lines). pyarrow would read a blank line as a row of empty fields, where the pandas reader
+    (the reference) refuses it; such files go to pandas."""
+    if b'"' in lines or lines.startswith((b"\n", b"\r\n")) or b"\n\n" in lines \
+            or b"\n\r\n" in lines:
         return False
     return b"\r" not in lines or lines.count(b"\r") == lines.count(b"\r\n")
 
@@ -120,11 +124,10 @@ def _plain(lines: bytes) -> bool:
 def iter_csv_batches(path: Any, sep: str, header: list[str],
                      block_bytes: int = CSV_BLOCK_BYTES) -> Iterator[pd.DataFrame]:
     """The data rows (after the header line) as DataFrames of ``category`` columns of the raw
-    texts: no value is interpreted (no NA tokens, no trimming, an empty field is ""), and a
-    blank line is one empty field. The file is read in blocks of whole lines, each parsed by
+    texts: no value is interpreted (no NA tokens, no trimming, an empty field is ""). The file is read in blocks of whole lines, each parsed by
     ``pyarrow.csv.read_csv`` with quoting off, so memory is one block (pyarrow's streaming
     reader reads many blocks ahead). Raises :class:`NotPlainText` at the first block with a
-    quote or a bare CR (then nothing this reader yielded may be used)."""
+    quote, a bare CR or a blank line (then nothing this reader yielded may be used)."""
     pa, _ = _pyarrow()
     import pyarrow.csv as pcsv
     text = pa.dictionary(pa.int32(), pa.string())

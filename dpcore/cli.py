@@ -256,7 +256,7 @@ def _synth(args: argparse.Namespace) -> int:
                     [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
     partitioned = _partitioned_out(args)
     if partitioned:
-        _probe_partition_dir(args.out)
+        _probe_partition_dir(args.out, [("--ledger", args.ledger), ("--result", args.result)])
     else:
         _probe_writable(args.out, "--out", force=args.force)
     if args.continue_ledger:
@@ -267,6 +267,11 @@ def _synth(args: argparse.Namespace) -> int:
     _probe_writable(args.result, "--result", force=args.force)
     _check_output_format(args.out)
     data_path, schema = _data_and_schema(args)
+    if partitioned and schema.constraints:
+        # refused here, before any charge: the workers draw blocks independently, and a rule
+        # is kept by rejecting whole records in sequence (Synthesizer.write_partitioned)
+        raise CliError(f"--out {args.out!r} (a partitioned dataset) cannot hold a schema with "
+                       f"rules ({len(schema.constraints)} here); name a file to write one table")
     if args.engine == "dask" and args.mechanism not in DASK_MECHANISMS:
         raise CliError(f"--engine dask runs {', '.join(DASK_MECHANISMS)}, not {args.mechanism}")
     if args.scheduler is not None and args.engine != "dask":
@@ -379,10 +384,17 @@ def _partitioned_out(args: argparse.Namespace) -> bool:
     return True
 
 
-def _probe_partition_dir(path: str) -> None:
+def _probe_partition_dir(path: str, others: Sequence[tuple[str, Any]] = ()) -> None:
     """A partitioned output goes to a new (or empty) directory whose parent exists; an
-    existing one is never overwritten (not even with --force: it holds many files)."""
+    existing one is never overwritten (not even with --force: it holds many files). No other
+    output (``others``: label, path) may lie inside it: the parts are written into an empty
+    directory, so the run would fail after spending its budget."""
     target = Path(path)
+    inside = os.path.realpath(target)
+    for label, other in others:
+        if other is not None and os.path.realpath(other).startswith(inside.rstrip(os.sep) + os.sep):
+            raise CliError(f"{label} {str(other)!r} lies inside --out {path!r}; the partitioned "
+                           f"dataset needs the directory to itself (write {label} elsewhere)")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise CliError(f"--out {path!r} exists and is not an empty directory; refusing to "
                        f"overwrite it (choose a new path)")

@@ -540,8 +540,11 @@ def _arrow_chunks(path: Path, sep: str) -> Iterator[pd.DataFrame] | None:
             or not arrowio.have_pyarrow():
         return None
     with open(path, "rb") as fh:
-        if b'"' in fh.readline():                    # a quoted header: the pandas reader
-            return None
+        header = fh.readline()
+    # a quoted header, or one ended by a bare CR (readline would swallow the first row with
+    # it): the pandas reader
+    if b'"' in header or header.count(b"\r") != header.count(b"\r\n"):
+        return None
     sep = check_delimiter(sep)
     return arrowio.iter_csv_batches(path, sep, _read_header(path, sep))
 
@@ -565,7 +568,7 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     chunks = _arrow_chunks(Path(path), sep) if engine != "pandas" else None
     if engine == "pyarrow" and chunks is None:
         raise InvalidArgumentError(f"{path}: the pyarrow reader needs pyarrow and a CSV "
-                                   f"(without quotes or bare carriage returns)")
+                                   f"(without quotes, bare carriage returns or blank lines)")
     if chunks is not None:
         from dpcore.arrowio import NotPlainText
         try:
@@ -573,7 +576,7 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
         except NotPlainText:            # quoted text, or a bare CR: pandas reads it
             if engine == "pyarrow":
                 raise InvalidArgumentError(f"{path}: the pyarrow reader reads CSVs without "
-                                           f"quotes or bare carriage returns") from None
+                                           f"quotes, bare carriage returns or blank lines") from None
     return _encode_chunks(path, schema, iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows,
                                                           typed=True), debug)
 

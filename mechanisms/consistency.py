@@ -56,6 +56,8 @@ def consistent_tables(noisy, cols, total: float, sigmas=None, rounds: int = 10) 
         if y.ndim != 2 or i == j:
             raise InvalidArgumentError("every table must be 2-D over two distinct columns")
     sigmas = np.ones(len(tables)) if sigmas is None else np.asarray(sigmas, dtype=np.float64)
+    if sigmas.shape != (len(tables),) or not np.all(np.isfinite(sigmas)) or np.any(sigmas <= 0):
+        raise InvalidArgumentError(f"sigmas must be {len(tables)} finite numbers > 0, got {sigmas!r}")
     # which (table, axis) pairs carry each attribute
     holders: dict[int, list[tuple[int, int]]] = {}
     for t, pair in enumerate(cols):

@@ -129,6 +129,7 @@ def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, clie
         raise InvalidArgumentError(f"{target!r} exists and is not an empty directory; "
                                    f"refusing to overwrite it")
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=parent)
+    futures: list = []
     try:
         starts = list(range(0, sampler.total, int(partition_rows)))
         futures = [client.submit(_write_part, sampler, s, min(partition_rows, sampler.total - s),
@@ -146,6 +147,14 @@ def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, clie
             os.rmdir(target)            # empty (checked above)
         os.replace(tmp, target)
     except BaseException:
+        # stop the other parts first: a worker still writing would refill the directory
+        if futures:
+            from distributed import wait
+            client.cancel(futures)
+            try:
+                wait(futures)
+            except Exception:      # noqa: BLE001 - cancelled futures report as errors
+                pass
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return written

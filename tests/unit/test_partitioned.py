@@ -122,7 +122,7 @@ def test_only_block_samplers_write_partitions(tmp_path, client):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_cli_out_dir_writes_the_parts_on_the_cluster(tmp_path, client, small_block):
+def test_cli_out_dir_writes_the_parts_on_the_cluster(tmp_path, client, small_block, capsys):
     """dpcore synth --engine dask --out DIR/: the parts hold what --out FILE --rows N writes
     from the same fit (the same seed fixes the model and the sample seed), and the ledger's
     output digest covers the parts."""
@@ -163,3 +163,16 @@ def test_cli_out_dir_writes_the_parts_on_the_cluster(tmp_path, client, small_blo
                                                 client.scheduler.address)]
                 + ["--out", str(tmp_path / "mem") + "/", "--ledger",
                    str(tmp_path / "l5.json")]) == 2              # needs --engine dask
+    # refused before any charge: a ledger inside the directory, a schema with rules
+    assert main(common + ["--out", str(tmp_path / "fresh") + "/", "--ledger",
+                          str(tmp_path / "fresh" / "l6.json")]) == 2
+    ruled = dict(schema.to_dict(), constraints=[
+        {"type": "forbidden", "name": "rich-kids", "when": {"age": {"range": [0, 16]},
+                                                            "income": {"in": [">50K"]}}}])
+    (tmp_path / "ruled.json").write_text(json.dumps(ruled))
+    assert main([a if a != str(tmp_path / "schema.json") else str(tmp_path / "ruled.json")
+                 for a in common] + ["--out", str(tmp_path / "ruled") + "/", "--ledger",
+                                     str(tmp_path / "l7.json")]) == 2
+    assert "cannot hold a schema with rules" in capsys.readouterr().err
+    assert not (tmp_path / "fresh").exists() and not (tmp_path / "ruled").exists()
+    assert not (tmp_path / "l7.json").exists()

@@ -40,8 +40,7 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-from .fem import (MixtureModel, Oracle, Program, Queries, check_count_options, check_fem_domain,
-                  milp_oracle, noisy_total)
+from .fem import MixtureModel, Oracle, Program, Queries, check_count_options, start_run
 from .result import MechanismResult, RoundRecord, Timer
 from .workload import make_workload
 
@@ -105,15 +104,9 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
         raise InvalidArgumentError(f"rounds must be an int >= 1, got {rounds!r}")
     check_count_options(eta, total_share, total)
     cliques = [c for c, _ in work]
-    check_fem_domain(domain, cliques)
-    oracle = milp_oracle(time_limit) if oracle is None else oracle
-    if Fraction(curator.privacy_filter.remaining) <= 0:
-        raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     rng = np.random.default_rng(seed)
-    records: list[RoundRecord] = []
-    if total is None:   # a public count, as FEM's
-        total = noisy_total(curator, total_share, records, timer)
-    total = float(total)
+    oracle, records, total = start_run(curator, cliques, oracle, time_limit, total, total_share,
+                                       timer)
     T = dqrs_rounds(Fraction(curator.privacy_filter.remaining), eta, samples, total, cap)
 
     queries = Queries.of(domain, cliques)

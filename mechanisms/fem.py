@@ -262,6 +262,20 @@ def check_count_options(eta, total_share, total) -> None:
         raise InvalidArgumentError(f"total must be a finite public count > 0, got {total!r}")
 
 
+def start_run(curator, cliques, oracle, time_limit, total, total_share, timer: Timer):
+    """FEM's and DQRS's last checks before any charge (the domain's size, a budget left),
+    then the public count when none is given (:func:`noisy_total`). Returns (oracle, the
+    run's records so far, total)."""
+    check_fem_domain(curator.domain, cliques)
+    oracle = milp_oracle(time_limit) if oracle is None else oracle
+    if Fraction(curator.privacy_filter.remaining) <= 0:
+        raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
+    records: list[RoundRecord] = []
+    if total is None:   # a public count for the scores (module docstring)
+        total = noisy_total(curator, total_share, records, timer)
+    return oracle, records, float(total)
+
+
 def noisy_total(curator, total_share, records: list, timer: Timer) -> float:
     """A public record count for the scores (module docstring): the sum of the smallest
     attribute's 1-way marginal, measured with ``total_share`` of the remaining budget (recorded
@@ -325,16 +339,9 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     if perturbation not in PERTURBATIONS:
         raise InvalidArgumentError(f"perturbation must be one of {PERTURBATIONS}, got {perturbation!r}")
     cliques = [c for c, _ in work]
-    check_fem_domain(domain, cliques)
-    oracle = milp_oracle(time_limit) if oracle is None else oracle
-    if Fraction(curator.privacy_filter.remaining) <= 0:
-        raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     rng = np.random.default_rng(seed)
-    records: list[RoundRecord] = []
-
-    if total is None:   # a public count for the scores (module docstring)
-        total = noisy_total(curator, total_share, records, timer)
-    total = float(total)
+    oracle, records, total = start_run(curator, cliques, oracle, time_limit, total, total_share,
+                                       timer)
 
     queries = Queries.of(domain, cliques)
     shape = tuple(int(k) for k in domain.shape)

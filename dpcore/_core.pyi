@@ -79,7 +79,9 @@ class CalibratedTree:
     def project_many(
         self, attrs_list: Sequence[Sequence[int]]
     ) -> list[npt.NDArray[np.float64]]: ...
-    def sample(self, n: int, method: str, seed: int) -> npt.NDArray[np.int64]: ...
+    def sample(
+        self, n: int, method: str, seed: int, dtype: str = "int64"
+    ) -> npt.NDArray[Any]: ...
 
 # -- calibration (bind_calibration.cpp) -----------------------------------------------------
 class Calibrator:
@@ -117,6 +119,12 @@ def fit(
 def sample_group(
     p: npt.ArrayLike, m: int, method: str, seed: int
 ) -> npt.NDArray[np.int64]: ...
+
+# -- CSV text (bind_csv.cpp) --------------------------------------------------------------
+def format_csv(
+    columns: list[tuple[npt.ArrayLike, list[str] | None, npt.ArrayLike | None]],
+    sep: str, eol: str, missing: str
+) -> bytes: ...
 
 # -- exact noise (bind_noise.cpp) ------------------------------------------------------------
 def discrete_gaussian(

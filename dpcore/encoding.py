@@ -637,7 +637,7 @@ def _decode_numeric(col: NumericColumn, k: np.ndarray, rng: np.random.Generator,
 
 def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
                  method: str | None = None, debug: bool = False, start: int = 0,
-                 total: int | None = None) -> pd.DataFrame:
+                 total: int | None = None, categorical: bool = False) -> pd.DataFrame:
     """Map an ``N x d`` code array back to a DataFrame of values. ``method`` overrides each
     numeric column's ``decode`` ("uniform" or "midpoint"); ``seed`` fixes the uniform draws;
     ``debug=True`` puts an out-of-range code in the error.
@@ -646,7 +646,11 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
     whole table's uniform draws come from one generator, ``default_rng(seed)``, column after
     column (``total`` doubles per uniform column, one per row); a chunk skips to its own
     draws with ``advance``, so decoding a table chunk by chunk, with any chunk size, gives
-    the rows the whole-table call gives (tested). Without a seed the draws are fresh anyway."""
+    the rows the whole-table call gives (tested). Without a seed the draws are fresh anyway.
+
+    ``categorical=True`` returns the categorical columns as pandas ``category`` columns (each
+    label held once: what the table writers want) instead of ``object`` columns of labels;
+    the values are the same."""
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[1] != len(schema):
         raise InvalidArgumentError(f"codes must be N x {len(schema)}, got shape {codes.shape}")
@@ -679,8 +683,13 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
         miss = k == col.missing_code if col.missing_code is not None else np.zeros(len(k), bool)
         if isinstance(col, CategoricalColumn):
             labels = list(col.categories) + ([col.other] if col.other is not None else [])
-            table = np.array(labels + [None], dtype=object)
-            data[col.name] = pd.Series(table[np.where(miss, len(labels), k)], dtype=object)
+            if categorical:
+                data[col.name] = pd.Categorical.from_codes(
+                    np.where(miss, -1, k), categories=pd.Index(labels, dtype=object),
+                    validate=False)
+            else:
+                table = np.array(labels + [None], dtype=object)
+                data[col.name] = pd.Series(table[np.where(miss, len(labels), k)], dtype=object)
             continue
         how = method or col.decode
         col_rng = rng
@@ -702,13 +711,36 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
 _TEXT_ROWS = 100_000
 
 
+def _csv_column(series: pd.Series, special: tuple[str, ...]) -> tuple | None:
+    """One column for :func:`dpcore._core.format_csv`: (values, None, mask) for integers,
+    (positions, labels, None) for texts; None when pandas must format it (floats, dates,
+    texts that need quoting)."""
+    dtype = series.dtype
+    if dtype == np.int64:
+        return series.to_numpy(), None, None
+    if isinstance(dtype, pd.Int64Dtype):
+        missing = series.isna().to_numpy()
+        return series.to_numpy(dtype=np.int64, na_value=0), None, missing if missing.any() else None
+    if isinstance(dtype, pd.CategoricalDtype):
+        index, uniques = series.cat.codes.to_numpy(), list(dtype.categories)
+    elif dtype == object:
+        index, uniques = pd.factorize(series.to_numpy(), use_na_sentinel=True)
+        uniques = list(uniques)
+    else:
+        return None
+    if not all(type(u) is str and not any(x in u for x in special) for u in uniques):
+        return None              # a number, a timestamp, a quoted field: pandas formats it
+    return index, uniques, None  # position -1 (None / NaN) is the missing token
+
+
 def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: bool
-               ) -> str | None:
-    """``frame.to_csv(index=False, na_rep=missing_token, sep=sep)``'s text, 2.6x faster, for
-    the frames decoding makes most (at least two columns of int64, or of str/None values that
-    need no quoting); None for any other frame, which pandas then writes. Each column's
-    distinct values are formatted once and the rows joined: what pandas' QUOTE_MINIMAL writer
-    gives when no field holds the delimiter, a quote or a line break (tested byte for byte)."""
+               ) -> bytes | None:
+    """``frame.to_csv(index=False, na_rep=missing_token, sep=sep)``'s UTF-8 bytes, formatted
+    by the compiled writer (:func:`dpcore._core.format_csv`) for the frames decoding makes
+    (at least two columns of integers, or of texts that need no quoting); None for any other
+    frame, which pandas then writes. What pandas' QUOTE_MINIMAL writer gives when no field
+    holds the delimiter, a quote or a line break (tested byte for byte)."""
+    from dpcore import _core
     special = (sep, '"', "\n", "\r")
     if frame.shape[1] < 2 or any(not isinstance(c, str) or any(x in c for x in special)
                                  for c in frame.columns):
@@ -717,20 +749,13 @@ def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: boo
         return None
     columns = []
     for name in frame.columns:
-        series = frame[name]
-        if series.dtype == np.int64:
-            columns.append(series.astype(str).tolist())
-            continue
-        if series.dtype != object:
+        column = _csv_column(frame[name], special)
+        if column is None:
             return None
-        index, uniques = pd.factorize(series.to_numpy(), use_na_sentinel=True)
-        if not all(type(u) is str and not any(x in u for x in special) for u in uniques):
-            return None          # a number, a timestamp, a quoted field: pandas formats it
-        table = np.array(list(uniques) + [missing_token], dtype=object)
-        columns.append(table[index].tolist())   # index -1 (None / NaN) is the missing token
+        columns.append(column)
     end = os.linesep                             # pandas' line terminator
-    rows = ([sep.join(frame.columns)] if header else []) + list(map(sep.join, zip(*columns)))
-    return end.join(rows) + end if rows else ""
+    head = (sep.join(frame.columns) + end).encode("utf-8") if header else b""
+    return head + _core.format_csv(columns, sep, end, missing_token)
 
 
 def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.PathLike, *,
@@ -764,19 +789,18 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                 whole.to_parquet(tmp, index=False)
                 rows = len(whole)
         else:
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            with open(tmp, "wb") as fh:
                 for k, part in enumerate(frames):
-                    # slices of _TEXT_ROWS: the fast path's strings are a few times the
-                    # frame's size, so they are built (and freed) a slice at a time
+                    # slices of _TEXT_ROWS: the text is several times the frame's size, so it
+                    # is built (and freed) a slice at a time
                     for start in range(0, max(len(part), 1), _TEXT_ROWS):
                         piece = part.iloc[start:start + _TEXT_ROWS]
                         header = k == 0 and start == 0
-                        text = _plain_csv(piece, missing_token, sep, header=header)
-                        if text is None:
-                            piece.to_csv(fh, index=False, header=header,
-                                         na_rep=missing_token, sep=sep)
-                        else:
-                            fh.write(text)
+                        data = _plain_csv(piece, missing_token, sep, header=header)
+                        if data is None:
+                            data = piece.to_csv(None, index=False, header=header,
+                                                na_rep=missing_token, sep=sep).encode("utf-8")
+                        fh.write(data)
                     rows += len(part)
         os.replace(tmp, target)
     except BaseException:

@@ -230,9 +230,10 @@ class CalibratedTree:
         n, seed = int(n), int(seed)
         dtype = code_dtype(self.tree.domain.shape)
         if n <= SAMPLE_BLOCK:
-            return self._core.sample(n, method, seed).astype(dtype)
+            return self._core.sample(n, method, seed, dtype.name)
         out = np.empty((n, len(self.tree.domain)), dtype=dtype)
         for block, start in enumerate(range(0, n, SAMPLE_BLOCK)):
             rows = min(SAMPLE_BLOCK, n - start)
-            out[start:start + rows] = self._core.sample(rows, method, block_seed(seed, block))
+            out[start:start + rows] = self._core.sample(rows, method, block_seed(seed, block),
+                                                        dtype.name)
         return out

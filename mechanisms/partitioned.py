@@ -81,8 +81,10 @@ class PartSampler:
     total: int
     plain: bool          # codes are the values (an encoded schema): no decoding
 
-    def frames(self, start: int, rows: int, chunk_rows: int = DEFAULT_CHUNK_ROWS
-               ) -> Iterator[pd.DataFrame]:
+    def frames(self, start: int, rows: int, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+               categorical: bool = False) -> Iterator[pd.DataFrame]:
+        """Rows ``start .. start + rows`` (``start`` on a block), decoded in DataFrames of at
+        most ``chunk_rows`` rows (``categorical``: see :func:`decode_codes`)."""
         block = _block_size()
         if start % block:
             raise InvalidArgumentError(f"a partition starts on a block of {block} rows, "
@@ -96,14 +98,15 @@ class PartSampler:
                 yield pd.DataFrame(part.astype(np.int64), columns=names)
             else:
                 yield decode_codes(part, self.schema, seed=self.seed, start=start + s,
-                                   total=self.total)
+                                   total=self.total, categorical=categorical)
 
 
 def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_token: str,
                 sep: str) -> tuple[str, int]:
     """In a worker: draw, decode and write one partition; (its file name, its rows)."""
-    written = write_table(sampler.frames(start, rows), path, missing_token=missing_token,
-                          sep=sep)
+    csv = not path.endswith(".parquet")      # Parquet keeps the labels as sample() has them
+    written = write_table(sampler.frames(start, rows, categorical=csv), path,
+                          missing_token=missing_token, sep=sep)
     return os.path.basename(path), written
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import os
+from pathlib import Path
 from fractions import Fraction
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence, Union
 
@@ -481,35 +482,71 @@ class Synthesizer(abc.ABC):
                       chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
         """:meth:`sample` in DataFrames of at most ``chunk_rows`` rows, decoded one at a time:
         their concatenation is what ``sample(n, seed=seed)`` returns, whatever the chunk size
-        (the codes are drawn as sample() draws them, compactly; decoding skips to each chunk's
-        own uniform draws, :func:`dpcore.encoding.decode_codes`). A synthesizer whose sample()
+        (decoding skips to each chunk's own uniform draws, :func:`dpcore.encoding.decode_codes`).
+        A graphical model without schema rules draws ``n`` rows a sampling block at a time
+        (:data:`dpcore.junction_tree.SAMPLE_BLOCK` rows), so memory does not grow with ``n``;
+        otherwise the codes are drawn whole, compactly. A synthesizer whose sample()
         transforms whole tables (NIST-MST's reverse transform) yields it as one chunk."""
+        return self._chunks(n, seed, chunk_rows, categorical=False)
+
+    def _chunks(self, n: int | None, seed: int | None, chunk_rows: int, *,
+                categorical: bool) -> Iterator[pd.DataFrame]:
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) \
                 or chunk_rows < 1:
             raise InvalidArgumentError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))
+                              or n < 1):
+            raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
+        return self._chunk_frames(n, seed, int(chunk_rows), categorical)
+
+    def _chunk_frames(self, n: int | None, seed: int | None, chunk_rows: int,
+                      categorical: bool) -> Iterator[pd.DataFrame]:
         if type(self).sample is not Synthesizer.sample:
             yield self.sample(n, seed=seed)
             return
         if seed is None and n is not None:
             seed = self._next_sample_seed()
+        sampler = self._part_sampler(int(n), int(seed)) if n is not None else None
+        if sampler is not None:            # a block at a time (as write_partitioned's parts)
+            from dpcore.junction_tree import SAMPLE_BLOCK
+            for start in range(0, int(n), SAMPLE_BLOCK):
+                yield from sampler.frames(start, min(SAMPLE_BLOCK, int(n) - start), chunk_rows,
+                                          categorical=categorical)
+            return
         codes = self.sample_codes(n, seed=seed)
         assert self.schema_ is not None
         plain = self.schema_.encoded and not self.schema_.constraints
         decode_seed = seed if seed is not None else self.seed
-        for start in range(0, len(codes), int(chunk_rows)):
-            part = codes[start:start + int(chunk_rows)]
+        for start in range(0, len(codes), chunk_rows):
+            part = codes[start:start + chunk_rows]
             if plain:
                 yield pd.DataFrame(part.astype(np.int64), columns=list(self.schema_.names))
             else:
                 yield decode_codes(part, self.schema_, seed=decode_seed, start=start,
-                                   total=len(codes))
+                                   total=len(codes), categorical=categorical)
+
+    def _part_sampler(self, n: int, seed: int) -> Any:
+        """The :class:`~mechanisms.partitioned.PartSampler` of ``n`` rows for ``seed``, or None
+        where rows are not drawn block by block from a graphical model (schema rules, or a
+        mechanism with its own sampler)."""
+        from dpcore.inference.model import GraphicalModel
+        from .partitioned import PartSampler
+        result = self._fitted()
+        schema = self.schema_
+        if type(self).sample is not Synthesizer.sample or schema.constraints \
+                or not isinstance(result.model, GraphicalModel):
+            return None
+        return PartSampler(model=result.model, mapping=result.extras.get("compression") or None,
+                           domain=self._measured().domain(), schema=schema, seed=seed,
+                           total=n, plain=bool(schema.encoded))
 
     def write(self, path: str | os.PathLike, n: int | None = None, *, seed: int | None = None,
               sep: str = ",", missing_token: str | None = None,
               chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
         """Write :meth:`sample` to a CSV (or Parquet) file chunk by chunk and atomically
         (a temporary file beside ``path``, renamed at the end): the bytes of
-        ``write_table(sample(n, seed=seed), path)`` without ever holding the decoded table.
+        ``write_table(sample(n, seed=seed), path)`` without ever holding the decoded table
+        (nor, see :meth:`sample_chunks`, the codes of ``n`` rows).
         ``missing_token`` defaults to the schema's first missing value. Returns the rows."""
         from dpcore.encoding import write_table
         schema = self.schema_
@@ -517,7 +554,8 @@ class Synthesizer(abc.ABC):
             self._fitted()
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
-        return write_table(self.sample_chunks(n, seed=seed, chunk_rows=chunk_rows), path,
+        csv = Path(path).suffix.lower() not in (".parquet", ".pq")
+        return write_table(self._chunks(n, seed, chunk_rows, categorical=csv), path,
                            missing_token=missing_token, sep=sep)
 
     def write_partitioned(self, directory: str | os.PathLike, n: int | None = None, *,
@@ -534,12 +572,10 @@ class Synthesizer(abc.ABC):
         sampling block (2^20 rows; default 4 blocks). Atomic: a temporary directory renamed
         at the end. Returns the rows written."""
         from dpcore.junction_tree import SAMPLE_BLOCK
-        from dpcore.inference.model import GraphicalModel
-        from .partitioned import PartSampler, write_partitions
+        from .partitioned import write_partitions
         result = self._fitted()
         schema = self.schema_
-        if type(self).sample is not Synthesizer.sample or schema.constraints \
-                or not isinstance(result.model, GraphicalModel):
+        if self._part_sampler(1, 0) is None:
             raise InvalidArgumentError(
                 f"{type(self).__name__} cannot write partitions on a cluster (its sample is "
                 f"not drawn block by block from a graphical model without schema rules); "
@@ -552,10 +588,7 @@ class Synthesizer(abc.ABC):
             seed = self._next_sample_seed()
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
-        sampler = PartSampler(model=result.model,
-                              mapping=result.extras.get("compression") or None,
-                              domain=self._measured().domain(), schema=schema, seed=int(seed),
-                              total=int(n), plain=bool(schema.encoded))
+        sampler = self._part_sampler(int(n), int(seed))
         own = client is None
         if own:
             from dpcore.distributed import local_client

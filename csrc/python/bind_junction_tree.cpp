@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,36 @@ Factor to_factor(const JunctionTree& t, const std::vector<AttrId>& attrs, const 
           std::to_string(values.shape(static_cast<py::ssize_t>(i))));
   std::vector<double> v(values.data(), values.data() + values.size());
   return Factor(attrs, shape, std::move(v));
+}
+
+}  // namespace
+
+namespace {
+
+// Records drawn column by column (dpcore::sample_columns), laid out row-major as T: the caller
+// picks the compact code type, so no n x d int64 table is ever allocated.
+template <typename T>
+py::array_t<T> sampled(const dpcore::CalibratedTree& c, std::int64_t n, dpcore::SampleMethod how,
+                       std::uint64_t seed) {
+  const auto& shape = c.tree().shape();
+  for (std::size_t a = 0; a < shape.size(); ++a)
+    if (static_cast<std::uint64_t>(shape[a]) - 1 > std::numeric_limits<T>::max())
+      throw dpcore::InvalidArgument("attribute " + std::to_string(a) + " has " +
+                                    std::to_string(shape[a]) + " values: too many for the dtype");
+  (void)dpcore::record_cells(n, c.tree().num_attrs());  // before allocating
+  const auto d = static_cast<std::size_t>(c.tree().num_attrs());
+  py::array_t<T> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(d)});
+  T* data = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    const auto column = dpcore::sample_columns(c, n, how, seed);
+    const auto rows = static_cast<std::size_t>(n);
+    for (std::size_t a = 0; a < d; ++a) {
+      const std::int32_t* codes = column[a].data();
+      for (std::size_t r = 0; r < rows; ++r) data[r * d + a] = static_cast<T>(codes[r]);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -124,7 +155,7 @@ void bind_junction_tree(py::module_& m) {
       .def(
           "sample",
           [](const CalibratedTree& c, std::int64_t n, const std::string& method,
-             std::uint64_t seed) {
+             std::uint64_t seed, const std::string& dtype) -> py::array {
             dpcore::SampleMethod how;
             if (method == "round")
               how = dpcore::SampleMethod::kRound;
@@ -133,15 +164,14 @@ void bind_junction_tree(py::module_& m) {
             else
               throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method +
                                             "'");
-            (void)dpcore::record_cells(n, c.tree().num_attrs());  // before allocating
-            const auto d = static_cast<py::ssize_t>(c.tree().num_attrs());
-            py::array_t<std::int64_t> out({static_cast<py::ssize_t>(n), d});
-            std::int64_t* data = out.mutable_data();
-            {
-              py::gil_scoped_release release;
-              dpcore::sample_records(c, n, how, seed, data);
-            }
-            return out;
+            if (dtype == "uint8") return sampled<std::uint8_t>(c, n, how, seed);
+            if (dtype == "uint16") return sampled<std::uint16_t>(c, n, how, seed);
+            if (dtype == "uint32") return sampled<std::uint32_t>(c, n, how, seed);
+            if (dtype == "int64") return sampled<std::int64_t>(c, n, how, seed);
+            throw dpcore::InvalidArgument("dtype must be 'uint8', 'uint16', 'uint32' or 'int64', "
+                                          "got '" + dtype + "'");
           },
-          py::arg("n"), py::arg("method"), py::arg("seed"));
+          py::arg("n"), py::arg("method"), py::arg("seed"), py::arg("dtype") = "int64",
+          "n x num_attrs codes drawn from the model, as `dtype` (one that holds every\n"
+          "attribute's codes: checked).");
 }

@@ -21,6 +21,7 @@ void bind_estimation(py::module_& m);
 void bind_sampling(py::module_& m);
 void bind_noise(py::module_& m);
 void bind_sliced_wasserstein(py::module_& m);
+void bind_csv(py::module_& m);
 
 [[noreturn]] void raise_type_error(const std::string& message);
 
@@ -209,5 +210,6 @@ PYBIND11_MODULE(_core, m) {
   bind_sampling(m);
   bind_noise(m);
   bind_sliced_wasserstein(m);
+  bind_csv(m);
   guard_argument_types(m);
 }

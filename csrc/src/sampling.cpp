@@ -137,16 +137,26 @@ std::uint64_t record_cells(std::int64_t n, std::int64_t width) {
   return checked_cell_count({n, width});
 }
 
-void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
-                    std::uint64_t seed, std::int64_t* out) {
+std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& model,
+                                                      std::int64_t n, SampleMethod method,
+                                                      std::uint64_t seed) {
   const JunctionTree& t = model.tree();
   (void)record_cells(n, t.num_attrs());
   const auto d = static_cast<std::size_t>(t.num_attrs());
-  if (n == 0) return;
+  for (std::size_t a = 0; a < d; ++a)
+    if (t.shape_of({AttrId(a)})[0] > std::numeric_limits<std::int32_t>::max())
+      throw InvalidArgument("sampling takes attributes of at most 2^31 - 1 values, attribute " +
+                            std::to_string(a) + " has " +
+                            std::to_string(t.shape_of({AttrId(a)})[0]));
+  const auto rows = static_cast<std::size_t>(n);
+  std::vector<std::vector<std::int32_t>> column(d);
+  if (rows == 0) return column;
   Rng rng(seed);
-  std::vector<std::int64_t> rows_by_group;
+  // A column per attribute: a separator's key reads its columns in order and a group's draws
+  // land in `grouped` in order, so the only scattered accesses are into n-long arrays, not
+  // across a row-major n x d table (a cache miss per write there).
+  std::vector<std::int64_t> rows_by_group(rows), grouped(rows), cell_of_row(rows), key(rows);
   std::vector<std::int64_t> group_start;
-  std::vector<std::int64_t> draws(static_cast<std::size_t>(n));
   for (int c : t.order()) {
     const auto& sep = t.separator(c);
     std::vector<AttrId> fresh;
@@ -164,39 +174,59 @@ void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod me
     std::size_t groups = 1;
     for (std::int64_t s : sep_shape) groups *= static_cast<std::size_t>(s);
     // Stable counting sort of the rows by separator cell: deterministic group membership.
-    std::vector<std::int64_t> key(static_cast<std::size_t>(n), 0);
-    for (std::int64_t r = 0; r < n; ++r) {
-      std::int64_t cell = 0;
-      for (std::size_t j = 0; j < sep.size(); ++j)
-        cell = cell * sep_shape[j] + out[std::size_t(r) * d + std::size_t(sep[j])];
-      key[std::size_t(r)] = cell;
+    std::fill(key.begin(), key.end(), 0);
+    for (std::size_t j = 0; j < sep.size(); ++j) {
+      const std::int32_t* codes = column[std::size_t(sep[j])].data();
+      const std::int64_t size = sep_shape[j];
+      for (std::size_t r = 0; r < rows; ++r) key[r] = key[r] * size + codes[r];
     }
     group_start.assign(groups + 1, 0);
-    for (std::int64_t r = 0; r < n; ++r) ++group_start[std::size_t(key[std::size_t(r)]) + 1];
+    for (std::size_t r = 0; r < rows; ++r) ++group_start[std::size_t(key[r]) + 1];
     for (std::size_t g = 0; g < groups; ++g) group_start[g + 1] += group_start[g];
-    rows_by_group.assign(static_cast<std::size_t>(n), 0);
     {
       std::vector<std::int64_t> cursor(group_start.begin(), group_start.end() - 1);
-      for (std::int64_t r = 0; r < n; ++r)
-        rows_by_group[std::size_t(cursor[std::size_t(key[std::size_t(r)])]++)] = r;
+      for (std::size_t r = 0; r < rows; ++r)
+        rows_by_group[std::size_t(cursor[std::size_t(key[r])]++)] = std::int64_t(r);
     }
     for (std::size_t g = 0; g < groups; ++g) {
       const std::int64_t begin = group_start[g], m = group_start[g + 1] - begin;
       if (m == 0) continue;
       const double* p = table.data() + g * width;
       if (method == SampleMethod::kRound)
-        round_unchecked(p, width, m, rng, draws.data());
+        round_unchecked(p, width, m, rng, grouped.data() + begin);
       else
-        sample_unchecked(p, width, m, rng, draws.data());
-      for (std::int64_t i = 0; i < m; ++i) {
-        const std::int64_t r = rows_by_group[std::size_t(begin + i)];
-        std::int64_t cell = draws[std::size_t(i)];
-        for (std::size_t j = fresh.size(); j-- > 0;) {
-          out[std::size_t(r) * d + std::size_t(fresh[j])] = cell % fresh_shape[j];
-          cell /= fresh_shape[j];
-        }
+        sample_unchecked(p, width, m, rng, grouped.data() + begin);
+    }
+    for (std::size_t k = 0; k < rows; ++k)
+      cell_of_row[std::size_t(rows_by_group[k])] = grouped[k];
+    if (fresh.size() == 1) {        // the common case (a tree of pairs): no division
+      std::vector<std::int32_t>& codes = column[std::size_t(fresh[0])];
+      codes.resize(rows);
+      for (std::size_t r = 0; r < rows; ++r) codes[r] = static_cast<std::int32_t>(cell_of_row[r]);
+      continue;
+    }
+    for (std::size_t j = fresh.size(); j-- > 0;) {   // the last attribute varies fastest
+      std::vector<std::int32_t>& codes = column[std::size_t(fresh[j])];
+      codes.resize(rows);
+      const std::int64_t size = fresh_shape[j];
+      for (std::size_t r = 0; r < rows; ++r) {
+        codes[r] = static_cast<std::int32_t>(cell_of_row[r] % size);
+        cell_of_row[r] /= size;
       }
     }
+  }
+  for (auto& codes : column)
+    if (codes.empty()) codes.assign(rows, 0);   // an attribute in no clique (none in a JT)
+  return column;
+}
+
+void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
+                    std::uint64_t seed, std::int64_t* out) {
+  const auto column = sample_columns(model, n, method, seed);
+  const std::size_t d = column.size(), rows = static_cast<std::size_t>(n);
+  for (std::size_t a = 0; a < d; ++a) {
+    const std::int32_t* codes = column[a].data();
+    for (std::size_t r = 0; r < rows; ++r) out[r * d + a] = codes[r];
   }
 }
 

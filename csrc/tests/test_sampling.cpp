@@ -109,11 +109,35 @@ static void test_records_reproducible_and_consistent() {
   CHECK_THROWS(sample_records(cal, INT64_MAX, SampleMethod::kSample, 1), TableTooLarge);
 }
 
+static void test_columns_are_the_records() {
+  // sample_columns is sample_records column by column, also where a clique brings two new
+  // attributes at once ({1, 2, 3} after {0, 1}: the drawn cell splits into two codes).
+  const std::vector<std::int64_t> shape{2, 3, 4, 5};
+  auto tree = std::make_shared<JunctionTree>(
+      shape, std::vector<std::vector<AttrId>>{{0, 1}, {1, 2, 3}});
+  std::vector<double> big(3 * 4 * 5);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = std::sin(double(i));
+  const CalibratedTree cal =
+      calibrate(tree, {Factor({0, 1}, {2, 3}, std::vector<double>{0.1, -0.3, 0.7, 1.2, 0.0, -1.0}),
+                       Factor({1, 2, 3}, {3, 4, 5}, big)});
+  for (SampleMethod how : {SampleMethod::kRound, SampleMethod::kSample}) {
+    const auto rec = sample_records(cal, 3000, how, 9);
+    const auto col = sample_columns(cal, 3000, how, 9);
+    CHECK(col.size() == 4);
+    for (std::size_t j = 0; j < 4; ++j) {
+      CHECK(col[j].size() == 3000);
+      for (std::size_t r = 0; r < 3000; ++r) CHECK(col[j][r] == rec[r * 4 + j]);
+    }
+  }
+  CHECK(sample_columns(cal, 0, SampleMethod::kRound, 1).size() == 4);
+}
+
 int main() {
   test_round_group_counts();
   test_group_samplers_refuse_bad_probabilities();
   test_record_cells_checked();
   test_sample_group_follows_p();
   test_records_reproducible_and_consistent();
+  test_columns_are_the_records();
   return dpcore_test::report();
 }

@@ -156,11 +156,21 @@ def _check_set_max(cells):
         _core.set_max_table_cells(before)
 
 
-def _check_sample(model, n, method, seed):
-    out = call(model.sample, n, method, seed)
+def _check_sample(model, n, method, seed, dtype="int64"):
+    out = call(model.sample, n, method, seed, dtype)
     if out is not None:
-        assert out.shape == (n, len(model.tree.shape))
+        assert out.shape == (n, len(model.tree.shape)) and out.dtype == np.dtype(dtype)
         assert ((0 <= out) & (out < np.array(model.tree.shape))).all()
+        again = model.sample(n, method, seed)   # the same draws whatever the dtype
+        assert np.array_equal(out.astype(np.int64), again)
+
+
+def _check_format_csv(columns, sep, eol, missing):
+    out = call(_core.format_csv, columns, sep, eol, missing)
+    if out is not None:
+        assert isinstance(out, bytes)
+        rows = len(columns[0][0]) if columns else 0
+        assert out.count(eol.encode()) >= rows if eol else True
 
 
 def _check_project(model, attrs):
@@ -238,10 +248,19 @@ CASES = {
         lambda m, a: lambda: call(m.project_many, a), calibrated_trees(),
         either(st.lists(id_lists, max_size=3))),
     "CalibratedTree.sample": st.builds(
-        lambda m, n, how, s: lambda: _check_sample(m, n, how, s), calibrated_trees(),
+        lambda m, n, how, s, t: lambda: _check_sample(m, n, how, s, t), calibrated_trees(),
         either(st.integers(-2, 40) | st.sampled_from(HUGE_INTS)),
         either(st.sampled_from(["round", "sample", "other"])),
-        either(st.integers(0, 2**64 - 1))),
+        either(st.integers(0, 2**64 - 1)),
+        st.sampled_from(["int64", "uint8", "uint16", "uint32", "int8", "float64"])),
+    "format_csv": st.builds(
+        lambda c, sep, eol, miss: lambda: _check_format_csv(c, sep, eol, miss),
+        either(st.lists(either(st.tuples(
+            either(st.lists(st.integers(-3, 5), min_size=2, max_size=2).map(np.array)),
+            st.one_of(st.none(), st.lists(st.text(max_size=3), max_size=4)),
+            st.one_of(st.none(), st.just(np.array([True, False]))))), max_size=3)),
+        either(st.sampled_from([",", ";;", ""])), either(st.sampled_from(["\n", "\r\n"])),
+        either(st.text(max_size=2))),
     "CalibratedTree.properties": st.builds(
         lambda m: lambda: (m.tree, m.log_partition, m.beliefs), calibrated_trees()),
     "Calibrator": st.builds(lambda t, p, q: lambda: call(_core.Calibrator, t, p, q),

@@ -57,6 +57,13 @@ void sample_group(const double* p, std::size_t k, std::int64_t m, Rng& rng, std:
 /// InvalidArgument when n < 0 or width < 0, TableTooLarge over max_table_cells().
 std::uint64_t record_cells(std::int64_t n, std::int64_t width);
 
+/// n records as one column of codes per attribute (domain order): what sample_records()
+/// writes row-major, for callers that store codes in their own layout or width.
+/// InvalidArgument as sample_records(), and for an attribute of more than 2^31 - 1 values.
+std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& model,
+                                                      std::int64_t n, SampleMethod method,
+                                                      std::uint64_t seed);
+
 /// Writes n records (row-major n x num_attrs, codes in domain order) into `out`.
 /// InvalidArgument when n < 0, TableTooLarge when record_cells(n, num_attrs) is over the cap.
 void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,

@@ -1,0 +1,67 @@
+// Binding for the CSV formatter (dpcore.encoding's table writer).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "dpcore/csv.hpp"
+#include "dpcore/errors.hpp"
+
+namespace py = pybind11;
+
+void bind_csv(py::module_& m) {
+  using Int64s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+  using Flags = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
+  m.def(
+      "format_csv",
+      [](const py::list& columns, const std::string& sep, const std::string& eol,
+         const std::string& missing) {
+        std::vector<dpcore::CsvColumn> cols;
+        std::vector<Int64s> keep;       // the (possibly converted) arrays outlive the loop
+        std::vector<Flags> keep_flags;
+        keep.reserve(columns.size());
+        keep_flags.reserve(columns.size());
+        py::ssize_t n = -1;
+        for (std::size_t j = 0; j < columns.size(); ++j) {
+          const auto item = columns[j].cast<py::tuple>();
+          if (item.size() != 3)
+            throw dpcore::InvalidArgument("column " + std::to_string(j) +
+                                          " must be (array, labels or None, mask or None)");
+          keep.push_back(item[0].cast<Int64s>());
+          const Int64s& data = keep.back();
+          if (data.ndim() != 1 || (n >= 0 && data.size() != n))
+            throw dpcore::InvalidArgument("column " + std::to_string(j) +
+                                          " must be a 1-d array as long as the first");
+          n = data.size();
+          dpcore::CsvColumn c;
+          c.data = data.data();
+          c.integers = item[1].is_none();
+          if (!c.integers) c.labels = item[1].cast<std::vector<std::string>>();
+          if (!item[2].is_none()) {
+            if (!c.integers)
+              throw dpcore::InvalidArgument("column " + std::to_string(j) +
+                                            ": a mask goes with integers (labels mark a missing "
+                                            "field by a negative position)");
+            keep_flags.push_back(item[2].cast<Flags>());
+            if (keep_flags.back().ndim() != 1 || keep_flags.back().size() != n)
+              throw dpcore::InvalidArgument("column " + std::to_string(j) +
+                                            ": the mask must be as long as the values");
+            c.missing = keep_flags.back().data();
+          }
+          cols.push_back(std::move(c));
+        }
+        std::string out;
+        {
+          py::gil_scoped_release release;
+          dpcore::format_csv(cols, n < 0 ? 0 : static_cast<std::size_t>(n), sep, eol, missing,
+                             &out);
+        }
+        return py::bytes(out);
+      },
+      py::arg("columns"), py::arg("sep"), py::arg("eol"), py::arg("missing"),
+      "CSV rows (UTF-8 bytes) from columns (values, labels, mask): with labels, values are\n"
+      "positions in them (negative: the missing text); without, integers (where mask is set:\n"
+      "the missing text). Fields joined by sep, rows ended by eol; nothing is quoted.");
+}

@@ -1,14 +1,9 @@
 """Table I/O through pyarrow (the ``parquet`` extra): a Parquet file written chunk by chunk,
-and a CSV read by pyarrow's streaming reader.
+and pyarrow's parser for the blocks of a plain CSV.
 
-:func:`iter_csv_batches` reads a CSV with ``pyarrow.csv.open_csv``, every column typed as a
-dictionary of strings (each distinct text once, as the pandas ``category`` reader holds it),
-and yields pandas DataFrames of ``category`` columns that :func:`dpcore.encoding.encode_frame`
-encodes per distinct value. It reads only files that hold no quote and no bare carriage return
-(:class:`NotPlainText` otherwise, and :func:`dpcore.encoding.read_codes` turns to pandas):
-there a line is a row and a field ends at the delimiter, so pyarrow's fields are pandas'
-fields, text for text (tested against the pandas reader). Parsing problems (a ragged row, bad UTF-8) surface as
-:class:`ArrowCsvError`; the caller then runs its own row check for the exact error.
+:func:`parse_block` parses one block of whole lines of a plain CSV (:mod:`dpcore.csvblocks`,
+the ``pyarrow`` engine of :func:`dpcore.encoding.read_codes`), every column typed as a
+dictionary of strings, into a DataFrame of ``category`` columns.
 
 :func:`write_parquet_chunks` streams DataFrames (the chunks a synthesizer decodes) into one
 Parquet file with ``pyarrow.parquet.ParquetWriter``, one row group per chunk, so the decoded
@@ -30,15 +25,7 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-__all__ = ["ArrowCsvError", "NotPlainText", "have_pyarrow", "iter_csv_batches",
-           "write_parquet_chunks"]
-
-#: Bytes of CSV text pyarrow parses into one batch (Adult: about 300,000 rows).
-CSV_BLOCK_BYTES = 32 * 2 ** 20
-
-
-class ArrowCsvError(Exception):
-    """pyarrow could not parse the CSV (the message is pyarrow's)."""
+__all__ = ["have_pyarrow", "parse_block", "write_parquet_chunks"]
 
 
 def _pyarrow():
@@ -106,11 +93,6 @@ def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any) -> int:
     return rows
 
 
-class NotPlainText(Exception):
-    """The CSV holds a double quote, a bare carriage return or a blank line: read it with
-    another reader."""
-
-
 def _plain(lines: bytes) -> bool:
     """No double quote, no blank line, and every CR ends a line (CRLF) in ``lines`` (whole
     lines). pyarrow would read a blank line as a row of empty fields, where the pandas reader
@@ -121,41 +103,28 @@ def _plain(lines: bytes) -> bool:
     return b"\r" not in lines or lines.count(b"\r") == lines.count(b"\r\n")
 
 
-def iter_csv_batches(path: Any, sep: str, header: list[str],
-                     block_bytes: int = CSV_BLOCK_BYTES) -> Iterator[pd.DataFrame]:
-    """The data rows (after the header line) as DataFrames of ``category`` columns of the raw
-    texts: no value is interpreted (no NA tokens, no trimming, an empty field is ""). The file is read in blocks of whole lines, each parsed by
-    ``pyarrow.csv.read_csv`` with quoting off, so memory is one block (pyarrow's streaming
-    reader reads many blocks ahead). Raises :class:`NotPlainText` at the first block with a
-    quote, a bare CR or a blank line (then nothing this reader yielded may be used)."""
+def parse_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
+    """One block of whole lines (:mod:`dpcore.csvblocks`) parsed by ``pyarrow.csv.read_csv``
+    with quoting off, every column a dictionary of strings: a DataFrame of ``category``
+    columns of the raw texts (no NA tokens, no trimming, an empty field is ""). Raises
+    :class:`~dpcore.csvblocks.NotPlainText` for a block with a quote, a bare CR or a blank
+    line, :class:`~dpcore.csvblocks.CsvBlockError` with pyarrow's message for what it cannot
+    parse."""
+    from dpcore.csvblocks import CsvBlockError, NotPlainText
     pa, _ = _pyarrow()
     import pyarrow.csv as pcsv
+    if not _plain(data):
+        raise NotPlainText()
     text = pa.dictionary(pa.int32(), pa.string())
     parse = pcsv.ParseOptions(delimiter=sep, quote_char=False, escape_char=False,
                               ignore_empty_lines=False)
     convert = pcsv.ConvertOptions(column_types={n: text for n in header}, null_values=[],
                                   strings_can_be_null=False, check_utf8=True)
-    with open(path, "rb") as fh:
-        fh.readline()                               # the header (read by the caller)
-        carry = b""
-        while True:
-            block = fh.read(int(block_bytes))
-            if not block and not carry:
-                return
-            data = carry + block
-            cut = data.rfind(b"\n") + 1 if block else len(data)
-            if cut == 0:                            # a line longer than the block
-                carry = data
-                continue
-            data, carry = data[:cut], data[cut:]
-            # the last line may lack its newline (a final CR then ends it, as in CRLF)
-            if not _plain(data if block else data + b"\n"):
-                raise NotPlainText()
-            try:
-                table = pcsv.read_csv(
-                    pa.py_buffer(data), parse_options=parse, convert_options=convert,
-                    read_options=pcsv.ReadOptions(column_names=header, use_threads=False,
-                                                  block_size=len(data) + 1))
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-                raise ArrowCsvError(str(err).splitlines()[0][:200]) from None
-            yield table.to_pandas()
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data), parse_options=parse, convert_options=convert,
+            read_options=pcsv.ReadOptions(column_names=header, use_threads=False,
+                                          block_size=len(data) + 1))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise CsvBlockError(str(err).splitlines()[0][:200]) from None
+    return table.to_pandas()

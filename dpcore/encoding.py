@@ -529,15 +529,17 @@ def sniff_delimiter(path: str | os.PathLike) -> str:
         return ","
 
 
-READ_ENGINES = ("auto", "pyarrow", "pandas")
+READ_ENGINES = ("auto", "compiled", "pyarrow", "pandas")
 
 
-def _arrow_chunks(path: Path, sep: str) -> Iterator[pd.DataFrame] | None:
-    """pyarrow's chunks of a plain CSV (no quote, no bare CR) for :func:`read_codes`, or None
-    where the pandas reader must read it (no pyarrow, not a CSV, quoted text)."""
-    from dpcore import arrowio
-    if path.suffix.lower() in (".parquet", ".pq") or not path.is_file() \
-            or not arrowio.have_pyarrow():
+def _block_chunks(path: Path, sep: str, engine: str) -> Iterator[pd.DataFrame] | None:
+    """The plain-CSV block reader's chunks (:mod:`dpcore.csvblocks`; ``engine`` "compiled" or
+    "pyarrow" picks the block parser) for :func:`read_codes`, or None where the pandas reader
+    must read it (not a CSV, no pyarrow for that engine, a quoted header)."""
+    from dpcore import arrowio, csvblocks
+    if path.suffix.lower() in (".parquet", ".pq") or not path.is_file():
+        return None
+    if engine == "pyarrow" and not arrowio.have_pyarrow():
         return None
     with open(path, "rb") as fh:
         header = fh.readline()
@@ -546,7 +548,8 @@ def _arrow_chunks(path: Path, sep: str) -> Iterator[pd.DataFrame] | None:
     if b'"' in header or header.count(b"\r") != header.count(b"\r\n"):
         return None
     sep = check_delimiter(sep)
-    return arrowio.iter_csv_batches(path, sep, _read_header(path, sep))
+    return csvblocks.iter_csv_blocks(path, sep, _read_header(path, sep),
+                                     parse=arrowio.parse_block if engine == "pyarrow" else None)
 
 
 def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
@@ -557,39 +560,41 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     columns of uint8 is 150 MB). ``debug=True`` puts the offending
     value in an error (sensitive data).
 
-    ``engine``: ``"auto"`` reads a CSV with pyarrow's CSV parser where pyarrow is
-    installed and the file holds no quote and no bare carriage return
-    (:mod:`dpcore.arrowio`; chunks of 32 MiB of lines, not ``chunk_rows``), else with the
-    pandas typed reader; ``"pandas"`` forces the latter. Both give the same codes and, for a
-    bad file, the same error: with pyarrow, the row check runs when parsing or encoding
-    fails, so a ragged row is still reported before a bad value."""
+    ``engine``: ``"auto"`` (= ``"compiled"``) splits a CSV that holds no quote, no blank
+    line and no bare carriage return with the compiled splitter (:mod:`dpcore.csvblocks`;
+    blocks of 32 MiB of lines, not ``chunk_rows``), any other file with the pandas typed
+    reader; ``"pyarrow"`` splits plain files with pyarrow's parser instead (where pyarrow is
+    installed); ``"pandas"`` reads every file with pandas. All give the same codes and, for a
+    bad file, the same error: with a block reader, the row check runs when splitting or
+    encoding fails, so a ragged row is still reported before a bad value."""
     if engine not in READ_ENGINES:
         raise InvalidArgumentError(f"engine must be one of {READ_ENGINES}, got {engine!r}")
-    chunks = _arrow_chunks(Path(path), sep) if engine != "pandas" else None
+    chunks = _block_chunks(Path(path), sep, engine) if engine != "pandas" else None
     if engine == "pyarrow" and chunks is None:
         raise InvalidArgumentError(f"{path}: the pyarrow reader needs pyarrow and a CSV "
                                    f"(without quotes, bare carriage returns or blank lines)")
     if chunks is not None:
-        from dpcore.arrowio import NotPlainText
+        from dpcore.csvblocks import NotPlainText
         try:
-            return _read_arrow(Path(path), schema, check_delimiter(sep), chunks, debug)
+            return _read_blocks(Path(path), schema, check_delimiter(sep), chunks, debug)
         except NotPlainText:            # quoted text, or a bare CR: pandas reads it
-            if engine == "pyarrow":
-                raise InvalidArgumentError(f"{path}: the pyarrow reader reads CSVs without "
+            if engine in ("pyarrow", "compiled"):
+                raise InvalidArgumentError(f"{path}: the {engine} reader reads CSVs without "
                                            f"quotes, bare carriage returns or blank lines") from None
     return _encode_chunks(path, schema, iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows,
                                                           typed=True), debug)
 
 
-def _read_arrow(path: Path, schema: Schema, sep: str, chunks: Iterator[pd.DataFrame],
-                debug: bool) -> np.ndarray:
-    """:func:`_encode_chunks` over pyarrow's chunks. The pandas path checks every row's field
-    count before it encodes anything; here the check runs only when something fails, and
-    raises first if it finds a ragged row (or bad UTF-8), so the error is the same."""
-    from dpcore.arrowio import ArrowCsvError
+def _read_blocks(path: Path, schema: Schema, sep: str, chunks: Iterator[pd.DataFrame],
+                 debug: bool) -> np.ndarray:
+    """:func:`_encode_chunks` over a block reader's chunks. The pandas path checks every
+    row's field count before it encodes anything; here the check runs only when something
+    fails, and raises first if it finds a ragged row (or bad UTF-8), so the error is the
+    same."""
+    from dpcore.csvblocks import CsvBlockError
     try:
         return _encode_chunks(path, schema, chunks, debug)
-    except ArrowCsvError as err:
+    except CsvBlockError as err:
         _check_rows(path, sep, len(_read_header(path, sep)))
         raise EncodingError(f"{path}: malformed CSV: {err}") from None
     except EncodingError:

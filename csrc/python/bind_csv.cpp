@@ -1,9 +1,12 @@
-// Binding for the CSV formatter (dpcore.encoding's table writer).
+// Bindings for the CSV splitter and formatter (dpcore.csvblocks' reader, dpcore.encoding's
+// table writer).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dpcore/csv.hpp"
@@ -12,6 +15,47 @@
 namespace py = pybind11;
 
 void bind_csv(py::module_& m) {
+  m.def(
+      "split_csv",
+      [](const py::buffer& data, const std::string& sep, std::size_t columns) -> py::tuple {
+        if (sep.size() != 1)
+          throw dpcore::InvalidArgument("the delimiter must be one byte, got " +
+                                        std::to_string(sep.size()));
+        const py::buffer_info info = data.request();
+        if (info.ndim != 1 || info.itemsize != 1)
+          throw dpcore::InvalidArgument("data must be a 1-d buffer of bytes");
+        const std::string_view text(static_cast<const char*>(info.ptr),
+                                    static_cast<std::size_t>(info.size));
+        dpcore::CsvBlock block;
+        std::size_t row = 0;
+        dpcore::CsvSplit status;
+        {
+          py::gil_scoped_release release;
+          status = dpcore::split_csv(text, sep[0], columns, &block, &row);
+        }
+        if (status == dpcore::CsvSplit::kNotPlain) return py::make_tuple("not plain", 0, py::none());
+        if (status == dpcore::CsvSplit::kRagged) return py::make_tuple("ragged", row, py::none());
+        py::list out;
+        for (std::size_t j = 0; j < columns; ++j) {
+          const auto& index = block.index[j];
+          py::array_t<std::int32_t> positions(static_cast<py::ssize_t>(index.size()));
+          std::copy(index.begin(), index.end(), positions.mutable_data());
+          py::list texts;
+          for (std::string_view t : block.texts[j]) {
+            PyObject* s = PyUnicode_DecodeUTF8(t.data(), static_cast<py::ssize_t>(t.size()),
+                                               "strict");
+            if (s == nullptr) throw py::error_already_set();   // UnicodeDecodeError
+            texts.append(py::reinterpret_steal<py::str>(s));
+          }
+          out.append(py::make_tuple(positions, texts));
+        }
+        return py::make_tuple("plain", block.rows, out);
+      },
+      py::arg("data"), py::arg("sep"), py::arg("columns"),
+      "Split whole CSV lines (bytes; no quoting) into `columns` fields a line: (\"plain\",\n"
+      "rows, [(positions int32, distinct texts)] a column), (\"not plain\", 0, None) for a\n"
+      "quote, a bare carriage return or an empty line, (\"ragged\", line, None) for a line\n"
+      "with another field count. Texts must be UTF-8 (else UnicodeDecodeError).");
   using Int64s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
   using Flags = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
   m.def(

@@ -57,4 +57,124 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
   out->resize(static_cast<std::size_t>(p - out->data()));
 }
 
+namespace {
+
+// A 64-bit hash of a short text, 8 bytes at a time (fields are mostly a few bytes long).
+std::uint64_t text_hash(std::string_view text) {
+  constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
+  std::uint64_t h = text.size() * kMul;
+  const char* p = text.data();
+  std::size_t left = text.size();
+  for (; left >= 8; p += 8, left -= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 31;
+  }
+  if (left > 0) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, left);
+    h = (h ^ w) * kMul;
+    h ^= h >> 31;
+  }
+  return h * kMul;
+}
+
+// Distinct texts of one column: open addressing (slots hold the hash, so a text is compared
+// only on a full hash match), positions in order of first sight.
+class TextIndex {
+ public:
+  explicit TextIndex(std::vector<std::string_view>* texts) : texts_(texts) { resize(64); }
+
+  std::int32_t position(std::string_view text) {
+    const std::uint64_t h = text_hash(text);
+    for (std::size_t i = h >> shift_;; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.position < 0) {
+        slot = {h, static_cast<std::int32_t>(texts_->size())};
+        texts_->push_back(text);
+        if (texts_->size() * 2 > slots_.size()) rehash();
+        return static_cast<std::int32_t>(texts_->size() - 1);
+      }
+      if (slot.hash == h && (*texts_)[std::size_t(slot.position)] == text) return slot.position;
+    }
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t hash;
+    std::int32_t position;
+  };
+
+  void resize(std::size_t size) {   // a power of two; the hash's top bits pick the slot
+    slots_.assign(size, Slot{0, -1});
+    mask_ = size - 1;
+    shift_ = 64;
+    for (std::size_t s = size; s > 1; s >>= 1) --shift_;
+  }
+
+  void rehash() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    resize(old.size() * 2);
+    for (const Slot& slot : old) {
+      if (slot.position < 0) continue;
+      std::size_t i = slot.hash >> shift_;
+      while (slots_[i].position >= 0) i = (i + 1) & mask_;
+      slots_[i] = slot;
+    }
+  }
+
+  std::vector<std::string_view>* texts_;
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  int shift_ = 64;
+};
+
+}  // namespace
+
+CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
+                   std::size_t* row) {
+  out->index.assign(columns, {});
+  out->texts.assign(columns, {});
+  out->rows = 0;
+  if (columns == 0) throw InvalidArgument("a CSV block needs at least one column");
+  // A quote, or a carriage return that does not end a line: not for this reader.
+  if (data.find('"') != std::string_view::npos) return CsvSplit::kNotPlain;
+  for (std::size_t cr = data.find('\r'); cr != std::string_view::npos;
+       cr = data.find('\r', cr + 1))
+    if (cr + 1 >= data.size() || data[cr + 1] != '\n') return CsvSplit::kNotPlain;
+  const std::size_t lines_guess = static_cast<std::size_t>(
+      std::count(data.begin(), data.end(), '\n')) + 1;
+  std::vector<TextIndex> index;
+  index.reserve(columns);
+  for (std::size_t j = 0; j < columns; ++j) {
+    out->index[j].reserve(lines_guess);
+    index.emplace_back(&out->texts[j]);
+  }
+  std::size_t pos = 0, line = 0;
+  while (pos < data.size()) {
+    std::size_t end = data.find('\n', pos);
+    if (end == std::string_view::npos) end = data.size();
+    std::size_t stop = end;
+    if (stop > pos && data[stop - 1] == '\r') --stop;
+    if (stop == pos) return CsvSplit::kNotPlain;      // an empty line
+    std::string_view rest = data.substr(pos, stop - pos);
+    for (std::size_t j = 0; j < columns; ++j) {
+      const std::size_t cut = j + 1 < columns ? rest.find(sep) : rest.size();
+      if (cut == std::string_view::npos || (j + 1 == columns && rest.find(sep) !=
+                                                                  std::string_view::npos)) {
+        *row = line;
+        return CsvSplit::kRagged;
+      }
+      out->index[j].push_back(index[j].position(rest.substr(0, cut)));
+      rest.remove_prefix(std::min(cut + 1, rest.size()));
+    }
+    ++line;
+    pos = end + 1;
+  }
+  out->rows = line;
+  return CsvSplit::kPlain;
+}
+
 }  // namespace dpcore

@@ -94,28 +94,36 @@ def test_synthesizer_parquet_holds_the_csv_rows(tmp_path):
 
 
 # ---------------------------------------------------------------- the pyarrow CSV reader
+def _outcome(path, schema, engine, **kwargs):
+    try:
+        return read_codes(path, schema, engine=engine, **kwargs).tolist()
+    except Exception as err:   # noqa: BLE001 - compared, not swallowed
+        return type(err), str(err), getattr(err, "row", None)
+
+
 def _both(path, schema, **kwargs):
-    """The codes, or the error (type, text, row), of the default engine (pyarrow where the
-    file is plain CSV) and of the pandas reader."""
-    out = []
-    for engine in ("auto", "pandas"):
-        try:
-            out.append(read_codes(path, schema, engine=engine, **kwargs).tolist())
-        except Exception as err:   # noqa: BLE001 - compared, not swallowed
-            out.append((type(err), str(err), getattr(err, "row", None)))
-    return out
+    """The codes, or the error (type, text, row), of the default engine (the compiled block
+    reader where the file is plain CSV) and of the pandas reader; the explicit block engines
+    (compiled, pyarrow) must agree too wherever they read the file."""
+    fast, slow = (_outcome(path, schema, e, **kwargs) for e in ("auto", "pandas"))
+    for engine in ("compiled", "pyarrow"):
+        got = _outcome(path, schema, engine, **kwargs)
+        if not (isinstance(got, tuple) and "without quotes" in got[1]):
+            assert got == fast, engine
+    return [fast, slow]
 
 
-def test_pyarrow_reader_gives_the_pandas_codes_on_adult(tmp_path, monkeypatch):
-    import dpcore.arrowio as arrowio
+@pytest.mark.parametrize("engine", ["compiled", "pyarrow"])
+def test_block_readers_give_the_pandas_codes_on_adult(tmp_path, monkeypatch, engine):
+    import dpcore.csvblocks as csvblocks
     df, schema = adult()
     path = tmp_path / "adult.csv"
     df.to_csv(path, index=False)
-    monkeypatch.setattr(arrowio, "CSV_BLOCK_BYTES", 1 << 16)     # many blocks
-    fast = read_codes(path, schema, engine="pyarrow")
+    monkeypatch.setattr(csvblocks, "CSV_BLOCK_BYTES", 1 << 16)     # many blocks
+    fast = read_codes(path, schema, engine=engine)
     np.testing.assert_array_equal(fast, read_codes(path, schema, engine="pandas"))
     assert fast.dtype == schema.code_dtype() and len(fast) == len(df)
-    np.testing.assert_array_equal(read_codes(path, schema), fast)   # auto is pyarrow
+    np.testing.assert_array_equal(read_codes(path, schema), fast)   # auto is compiled
 
 
 @pytest.mark.parametrize("body", [
@@ -143,8 +151,9 @@ def test_pyarrow_reader_gives_the_pandas_codes_and_errors(tmp_path, body):
 def test_quoted_files_are_read_by_pandas(tmp_path):
     path = tmp_path / "q.csv"
     path.write_text('c,n,x,m\na,5,0.5,1\n"b",1,0,1\n', encoding="utf-8")
-    with pytest.raises(ValueError, match="without quotes"):
-        read_codes(path, SCHEMA_READ, engine="pyarrow")
+    for engine in ("pyarrow", "compiled"):
+        with pytest.raises(ValueError, match="without quotes"):
+            read_codes(path, SCHEMA_READ, engine=engine)
     plain = tmp_path / "p.csv"
     plain.write_text('c,n,x,m\na,5,0.5,1\nb,1,0,1\n', encoding="utf-8")
     np.testing.assert_array_equal(read_codes(path, SCHEMA_READ), read_codes(plain, SCHEMA_READ))

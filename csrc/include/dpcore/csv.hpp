@@ -1,11 +1,12 @@
-// CSV text from decoded columns: the inner loop of the table writer (dpcore.encoding.write_table),
-// for the columns decoding makes most (labels by index, integers). No quoting: the caller hands
-// over only texts without the delimiter, a quote or a line break.
+// CSV text in and out, for plain files (no quoting): the inner loops of the table reader
+// (split_csv: lines to per-column dictionaries of raw texts, dpcore.csvblocks) and writer
+// (format_csv: decoded columns to lines, dpcore.encoding.write_table).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dpcore {
@@ -24,5 +25,24 @@ struct CsvColumn {
 /// InvalidArgument when a label position lies outside its labels.
 void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
                 const std::string& eol, const std::string& missing_text, std::string* out);
+
+/// A block of CSV lines split into columns: for each column, each row's position among the
+/// column's distinct texts, and those texts (views into the block) in order of first sight.
+struct CsvBlock {
+  std::vector<std::vector<std::int32_t>> index;      // [column][row]
+  std::vector<std::vector<std::string_view>> texts;  // [column][position]
+  std::size_t rows = 0;
+};
+
+/// What split_csv() found: kPlain (split), kNotPlain (a quote, a bare carriage return or an
+/// empty line: the block needs a reader that knows quoting and refuses blank lines), kRagged
+/// (a line with another field count; `row` is its 0-based line in the block).
+enum class CsvSplit { kPlain, kNotPlain, kRagged };
+
+/// Splits `data` (whole lines, each ended by "\n" or "\r\n"; the last may lack its end) on
+/// the one-byte delimiter `sep` into `columns` fields a line. Texts are raw bytes: nothing is
+/// trimmed or interpreted. On kNotPlain / kRagged, `out` holds no usable rows.
+CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
+                   std::size_t* row);
 
 }  // namespace dpcore

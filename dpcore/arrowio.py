@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-__all__ = ["have_pyarrow", "parse_block", "write_parquet_chunks"]
+__all__ = ["have_pyarrow", "parse_block", "public_layout", "write_parquet_chunks"]
 
 
 def _pyarrow():
@@ -45,11 +45,39 @@ def have_pyarrow() -> bool:
 _MAX_PENDING = 8
 
 
-def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any) -> int:
+def public_layout(schema: Any) -> tuple[Any, pd.DataFrame]:
+    """The Arrow schema and pandas dtypes (an empty DataFrame) of rows decoded under the
+    public ``schema``: texts (categories, timestamps) are strings, integers int64 (pandas
+    ``Int64`` where the column can be missing), other numbers float64. Fixed by the schema,
+    not by the rows, so every part of a partitioned dataset has the same types."""
+    from dpcore.schema import CategoricalColumn, CodeColumn, NumericColumn
+    pa, _ = _pyarrow()
+    fields, dtypes = [], {}
+    for col in schema.columns:
+        if isinstance(col, CodeColumn):
+            kind, dtype = pa.int64(), "int64"
+        elif isinstance(col, NumericColumn) and col.integer:
+            kind = pa.int64()
+            dtype = "Int64" if col.missing_code is not None else "int64"
+        elif isinstance(col, NumericColumn):
+            kind, dtype = pa.float64(), "float64"
+        else:        # categorical and datetime columns decode to text
+            kind, dtype = pa.string(), "object"
+        fields.append(pa.field(col.name, kind))
+        dtypes[col.name] = pd.Series([], dtype=dtype)
+    return pa.schema(fields), pd.DataFrame(dtypes)
+
+
+def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any,
+                         layout: tuple[Any, pd.DataFrame] | None = None) -> int:
     """Write the chunks (DataFrames with the same columns) to one Parquet file at ``path``,
     a row group per chunk; returns the rows written. ``path`` is written in place: the
-    caller makes it a temporary file and renames it (:func:`dpcore.encoding.write_table`)."""
+    caller makes it a temporary file and renames it (:func:`dpcore.encoding.write_table`).
+    ``layout`` (:func:`public_layout`) fixes the column types; without it they are those
+    of the concatenated chunks."""
     pa, pq = _pyarrow()
+    if layout is not None:
+        return _write_laid_out(frames, path, *layout)
     writer = None
     pending: list[Any] = []        # Arrow tables held while some column is still type null
     heads: list[pd.DataFrame] = []  # each chunk's first row: the dtypes of the whole table
@@ -90,6 +118,20 @@ def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any) -> int:
     finally:
         if writer is not None:
             writer.close()
+    return rows
+
+
+def _write_laid_out(frames: Iterable[pd.DataFrame], path: Any, schema: Any,
+                    template: pd.DataFrame) -> int:
+    pa, pq = _pyarrow()
+    rows = 0
+    with pq.ParquetWriter(path, schema, store_schema=False) as writer:
+        for part in frames:
+            writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+            rows += len(part)
+        meta = pa.Schema.from_pandas(template, preserve_index=False).metadata
+        if meta and hasattr(writer, "add_key_value_metadata"):   # pyarrow >= 13
+            writer.add_key_value_metadata(meta)
     return rows
 
 

@@ -397,7 +397,7 @@ def _probe_partition_dir(path: str, others: Sequence[tuple[str, Any]] = ()) -> N
                            f"dataset needs the directory to itself (write {label} elsewhere)")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise CliError(f"--out {path!r} exists and is not an empty directory; refusing to "
-                       f"overwrite it (choose a new path)")
+                       f"overwrite it, even with --force (choose a new path)")
     if not target.parent.is_dir():
         raise CliError(f"cannot write --out {path!r}: directory {str(target.parent)!r} does "
                        f"not exist")
@@ -414,10 +414,9 @@ def _dir_sha256(path: str | os.PathLike) -> str:
 
 
 def _close_client(client: Any, args: argparse.Namespace) -> None:
-    cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None and args.scheduler is None:
-        cluster.close()
+    """Close the client, and the LocalCluster when this run started it (no --scheduler)."""
+    from dpcore.distributed import close_client
+    close_client(client, cluster=args.scheduler is None)
 
 
 def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: Any,

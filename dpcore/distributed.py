@@ -34,8 +34,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-__all__ = ["ClusterError", "DistributedTable", "DEFAULT_BATCH_BYTES", "expand_paths", "local_client",
-           "require_dask"]
+__all__ = ["ClusterError", "DistributedTable", "DEFAULT_BATCH_BYTES", "close_client",
+           "expand_paths", "local_client", "require_dask"]
 
 #: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
 #: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
@@ -84,6 +84,15 @@ def local_client(workers: int | None = None, *, processes: bool = True):
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                            dashboard_address=":0")
     return Client(cluster)
+
+
+def close_client(client: Any, *, cluster: bool = True) -> None:
+    """Close ``client`` and, with ``cluster`` (for a cluster this process started: a
+    LocalCluster), the cluster it runs on."""
+    owned = getattr(client, "cluster", None) if cluster else None
+    client.close()
+    if owned is not None:
+        owned.close()
 
 
 # ---------------------------------------------------------------- worker side (pure functions)

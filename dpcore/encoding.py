@@ -764,13 +764,15 @@ def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: boo
 
 
 def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.PathLike, *,
-                missing_token: str = "", sep: str = ",") -> int:
+                missing_token: str = "", sep: str = ",", schema: Schema | None = None) -> int:
     """Write CSV (or Parquet by extension) to a temporary file beside ``path``, then rename:
     a failed write leaves no partial file. ``frame`` may be an iterable of DataFrames with the
     same columns (chunks): the file is then written chunk by chunk, never held whole; a CSV
     has the bytes of the concatenated table, a Parquet file (with pyarrow: a row group per
     chunk, :mod:`dpcore.arrowio`; another engine concatenates first) reads back as it.
-    Returns the number of rows written."""
+    ``schema``: the public schema the frames were decoded under; a Parquet file then has
+    the column types it fixes (:func:`dpcore.arrowio.public_layout`: the same in every part of
+    a partitioned dataset), not those its chunks happen to show. Returns the rows written."""
     frames = [frame] if isinstance(frame, pd.DataFrame) else frame
     sep = check_delimiter(sep)
     target = Path(path)
@@ -786,9 +788,10 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
         os.chmod(tmp, default_file_mode())
         rows = 0
         if target.suffix.lower() in (".parquet", ".pq"):
-            from dpcore.arrowio import have_pyarrow, write_parquet_chunks
+            from dpcore.arrowio import have_pyarrow, public_layout, write_parquet_chunks
             if have_pyarrow():       # a row group per chunk, never the whole table
-                rows = write_parquet_chunks(frames, tmp)
+                rows = write_parquet_chunks(frames, tmp, None if schema is None
+                                            else public_layout(schema))
             else:                    # another engine (fastparquet): the table whole
                 whole = pd.concat(list(frames), ignore_index=True)
                 whole.to_parquet(tmp, index=False)

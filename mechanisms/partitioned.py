@@ -105,8 +105,10 @@ def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_
                 sep: str) -> tuple[str, int]:
     """In a worker: draw, decode and write one partition; (its file name, its rows)."""
     csv = not path.endswith(".parquet")      # Parquet keeps the labels as sample() has them
+    # Parquet parts take their column types from the public schema: the same in every part
     written = write_table(sampler.frames(start, rows, categorical=csv), path,
-                          missing_token=missing_token, sep=sep)
+                          missing_token=missing_token, sep=sep,
+                          schema=None if csv else sampler.schema)
     return os.path.basename(path), written
 
 
@@ -135,7 +137,10 @@ def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, clie
     futures: list = []
     try:
         starts = list(range(0, sampler.total, int(partition_rows)))
-        futures = [client.submit(_write_part, sampler, s, min(partition_rows, sampler.total - s),
+        # the model crosses the network once a worker, not once a partition
+        shared = client.scatter(sampler, broadcast=True, hash=False) if len(starts) > 1 \
+            else sampler
+        futures = [client.submit(_write_part, shared, s, min(partition_rows, sampler.total - s),
                                  os.path.join(tmp, f"part-{k:05d}.{fmt}"), missing_token, sep,
                                  pure=False)
                    for k, s in enumerate(starts)]

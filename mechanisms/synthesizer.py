@@ -586,6 +586,9 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
         if seed is None:
             seed = self._next_sample_seed()
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) \
+                or not 0 <= seed < 2 ** 64:
+            raise InvalidArgumentError(f"seed must be an integer in [0, 2**64), got {seed!r}")
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
         sampler = self._part_sampler(int(n), int(seed))
@@ -595,14 +598,13 @@ class Synthesizer(abc.ABC):
             client = local_client()
         try:
             return write_partitions(sampler, directory, client=client,
-                                    partition_rows=partition_rows or 4 * SAMPLE_BLOCK,
+                                    partition_rows=4 * SAMPLE_BLOCK if partition_rows is None
+                                    else partition_rows,
                                     fmt=format, missing_token=missing_token, sep=sep)
         finally:
             if own:
-                cluster = getattr(client, "cluster", None)
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+                from dpcore.distributed import close_client
+                close_client(client)
 
     def confidence_bounds(self) -> pd.DataFrame:
         """AIM's per-marginal confidence bounds (AIM paper Sec. 5) as a DataFrame with columns

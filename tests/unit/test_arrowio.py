@@ -190,3 +190,30 @@ def test_blank_lines_and_bare_cr_headers_read_as_pandas_reads_them(tmp_path, tex
     path.write_bytes(text)
     fast, slow = _both(path, SCHEMA_MISSING)
     assert fast == slow
+
+
+def test_a_public_layout_fixes_the_parquet_types_whatever_the_chunk(tmp_path):
+    """With the public schema's layout, a chunk without missing values, one with them and one
+    whose text column is all missing write the same types (no int64 / Int64 or string / null
+    disagreement between the parts of a partitioned dataset)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from dpcore.arrowio import public_layout, write_parquet_chunks
+    schema = Schema.from_dict({"columns": {
+        "c": {"type": "categorical", "categories": ["a", "b"], "missing": "code"},
+        "n": {"type": "numeric", "lower": 0, "upper": 10, "bins": 5, "integer": True,
+              "missing": "code"},
+        "x": {"type": "numeric", "lower": 0, "upper": 1, "bins": 2}}})
+    chunks = [pd.DataFrame({"c": ["a", "b"], "n": np.array([1, 2]), "x": [0.5, 0.25]}),
+              pd.DataFrame({"c": [None, None], "n": pd.array([None, 7], dtype="Int64"),
+                            "x": [np.nan, 1.0]})]
+    files = []
+    for k, chunk in enumerate(chunks):
+        files.append(tmp_path / f"p{k}.parquet")
+        assert write_parquet_chunks([chunk], files[-1], public_layout(schema)) == 2
+    a, b = (pq.read_schema(f) for f in files)
+    assert a.equals(b, check_metadata=True)
+    assert [f.type for f in a] == [pa.string(), pa.int64(), pa.float64()]
+    back = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    assert str(back["n"].dtype) == "Int64" and back["c"].isna().sum() == 2
+    assert back["n"].tolist()[:2] == [1, 2] and pd.isna(back["n"][2])

@@ -69,6 +69,9 @@ def test_parquet_parts_read_back_as_sample(tmp_path, client, fitted, small_block
                             format="parquet")
     parts = sorted((tmp_path / "pq").glob("part-*.parquet"))
     assert len(parts) == 4
+    import pyarrow.parquet as pq
+    schemas = [pq.read_schema(p) for p in parts]   # one schema, metadata included
+    assert all(s.equals(schemas[0], check_metadata=True) for s in schemas)
     got = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
     synth.sample(n, seed=4).to_parquet(tmp_path / "whole.parquet", index=False)
     pd.testing.assert_frame_equal(got, pd.read_parquet(tmp_path / "whole.parquet"),
@@ -95,6 +98,12 @@ def test_bad_requests_write_nothing(tmp_path, client, fitted, small_block, monke
     with pytest.raises(ValueError, match="format must be"):
         synth.write_partitioned(tmp_path / "b", 1000, client=client, partition_rows=BLOCK,
                                 format="xlsx")
+    with pytest.raises(ValueError, match="multiple of the sampling block"):   # not the default
+        synth.write_partitioned(tmp_path / "b", 1000, client=client, partition_rows=0)
+    for seed in (-1, 2 ** 64, "7", 1.5, True):
+        with pytest.raises(ValueError, match="seed must be an integer"):
+            synth.write_partitioned(tmp_path / "b", 1000, seed=seed, client=client,
+                                    partition_rows=BLOCK)
 
     real = partitioned._write_part
 
@@ -108,6 +117,16 @@ def test_bad_requests_write_nothing(tmp_path, client, fitted, small_block, monke
         synth.write_partitioned(tmp_path / "c", 5 * BLOCK, seed=1, client=client,
                                 partition_rows=BLOCK)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]   # no target, no temp dir
+
+
+def test_a_part_sampler_travels_by_pickle(fitted, small_block):
+    """What a worker receives (a pickled PartSampler) draws the driver's rows."""
+    import pickle
+    sampler = fitted["mst"]._part_sampler(3 * BLOCK + 5, 11)
+    copy = pickle.loads(pickle.dumps(sampler))
+    for start, rows in ((0, BLOCK), (2 * BLOCK, BLOCK + 5)):
+        for a, b in zip(sampler.frames(start, rows, 100), copy.frames(start, rows, 100)):
+            pd.testing.assert_frame_equal(a, b)
 
 
 def test_only_block_samplers_write_partitions(tmp_path, client):

@@ -141,6 +141,22 @@ def _number_of(value: Any) -> float:
     return float(value) if _is_number(value) else math.nan
 
 
+#: Lines of plain decimals: one regex run checks a whole column of distinct texts.
+_PLAIN_LINES = re.compile(f"(?:{PLAIN_DECIMAL.pattern})(?:\n(?:{PLAIN_DECIMAL.pattern}))*")
+
+
+def _numbers_of(values: np.ndarray) -> np.ndarray:
+    """:func:`_number_of` of each value. When every value is a text in the plain grammar (the
+    usual numeric column) one regex run over the joined texts checks them and NumPy converts
+    them with Python's float(), the same values without a Python call a value."""
+    texts = values.tolist()
+    if texts and all(type(t) is str for t in texts):
+        joined = "\n".join(texts)      # a text with a line break of its own is not a number
+        if joined.count("\n") == len(texts) - 1 and _PLAIN_LINES.fullmatch(joined):
+            return np.asarray(values, dtype=object).astype(np.float64)
+    return np.array([_number_of(v) for v in texts], dtype=np.float64)
+
+
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Per-row indices into the distinct values (-1 for NA), so per-value Python work is paid
     once per distinct value, not per row."""
@@ -200,7 +216,7 @@ def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: 
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         index, uniques = _factorize(series)
-        parsed = np.array([_number_of(u) for u in uniques] + [math.nan], dtype=np.float64)
+        parsed = np.append(_numbers_of(uniques), math.nan)
         values = parsed[index]  # index -1 (NA) picks the trailing NaN
     bad = ~missing & ~np.isfinite(values)
     if bad.any():

@@ -66,3 +66,17 @@ def test_block_and_pandas_readers_agree(draw_rows, order, quoting, newline, ragg
             fast = _outcome(path, engine)
             if not (isinstance(fast, tuple) and "without quotes" in fast[1]):
                 assert fast == slow
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet=st.sampled_from(list("0123456789+-.eE _\n١")),
+                                  max_size=6),
+                          st.floats(allow_nan=True), st.none()), max_size=8))
+def test_a_column_of_numbers_is_read_as_one_value_at_a_time(values):
+    """The one-regex-run conversion of a column's distinct texts gives what the per-value
+    grammar gives (NaN for what is not a plain decimal)."""
+    import numpy as np
+    from dpcore.encoding import _number_of, _numbers_of
+    got = _numbers_of(np.array(values, dtype=object))
+    want = np.array([_number_of(v) for v in values], dtype=np.float64)
+    assert np.array_equal(got, want, equal_nan=True)

@@ -149,12 +149,12 @@ def _numbers_of(values: np.ndarray) -> np.ndarray:
     """:func:`_number_of` of each value. When every value is a text in the plain grammar (the
     usual numeric column) one regex run over the joined texts checks them and NumPy converts
     them with Python's float(), the same values without a Python call a value."""
-    texts = values.tolist()
-    if texts and all(type(t) is str for t in texts):
-        joined = "\n".join(texts)      # a text with a line break of its own is not a number
-        if joined.count("\n") == len(texts) - 1 and _PLAIN_LINES.fullmatch(joined):
-            return np.asarray(values, dtype=object).astype(np.float64)
-    return np.array([_number_of(v) for v in texts], dtype=np.float64)
+    values = np.asarray(values, dtype=object)
+    if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        joined = "\n".join(values.tolist())   # a text with a line break is not a number
+        if joined.count("\n") == len(values) - 1 and _PLAIN_LINES.fullmatch(joined):
+            return values.astype(np.float64)
+    return np.array([_number_of(v) for v in values.tolist()], dtype=np.float64)
 
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:

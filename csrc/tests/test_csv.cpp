@@ -1,5 +1,6 @@
-// Unit tests for the CSV formatter: labels by position, integers (extremes included), missing
-// fields, several-byte delimiters and line ends, a bad position refused with nothing appended.
+// Unit tests for the CSV splitter (distinct texts by position, plain-text and field-count
+// checks) and formatter (labels by position, integers with their extremes, missing fields,
+// several-byte delimiters and line ends, a bad position refused with nothing appended).
 #include "dpcore/csv.hpp"
 
 #include <cstdint>
@@ -46,8 +47,39 @@ static void test_bad_position_refused() {
   CHECK(out == "kept");
 }
 
+static void test_split() {
+  CsvBlock block;
+  std::size_t row = 99;
+  // CRLF and LF mixed, an empty field, a missing final line end, repeated texts
+  CHECK(split_csv("a,1\r\nb,\na,1\nc,2", ',', 2, &block, &row) == CsvSplit::kPlain);
+  CHECK(block.rows == 4);
+  CHECK((block.index[0] == std::vector<std::int32_t>{0, 1, 0, 2}));
+  CHECK((block.texts[0] == std::vector<std::string_view>{"a", "b", "c"}));
+  CHECK((block.index[1] == std::vector<std::int32_t>{0, 1, 0, 2}));
+  CHECK((block.texts[1] == std::vector<std::string_view>{"1", "", "2"}));
+  // many distinct texts (the table grows), long and short, all told apart
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += std::to_string(i * 7919) + "|long text number " +
+                                         std::to_string(i % 100) + "\n";
+  CHECK(split_csv(many, '|', 2, &block, &row) == CsvSplit::kPlain);
+  CHECK(block.rows == 5000 && block.texts[0].size() == 5000 && block.texts[1].size() == 100);
+  for (int i = 0; i < 5000; ++i) {
+    CHECK(block.index[0][std::size_t(i)] == i);
+    CHECK(block.index[1][std::size_t(i)] == i % 100);
+  }
+  // not plain: a quote, a bare CR, an empty line
+  for (const char* text : {"a,\"b\"\n", "a,b\rc,d\n", "a,b\n\nc,d\n", "\na,b\n", "a,b\r"})
+    CHECK(split_csv(text, ',', 2, &block, &row) == CsvSplit::kNotPlain);
+  // ragged: too few or too many fields, on the line that has them
+  CHECK(split_csv("a,b\nc\n", ',', 2, &block, &row) == CsvSplit::kRagged && row == 1);
+  CHECK(split_csv("a,b,c\n", ',', 2, &block, &row) == CsvSplit::kRagged && row == 0);
+  CHECK(split_csv("", ',', 2, &block, &row) == CsvSplit::kPlain && block.rows == 0);
+  CHECK_THROWS(split_csv("a\n", ',', 0, &block, &row), InvalidArgument);
+}
+
 int main() {
   test_rows();
+  test_split();
   test_bad_position_refused();
   return dpcore_test::report();
 }

@@ -121,6 +121,9 @@ def sample_group(
 ) -> npt.NDArray[np.int64]: ...
 
 # -- CSV text (bind_csv.cpp) --------------------------------------------------------------
+def split_csv(
+    data: bytes | bytearray | memoryview, sep: str, columns: int
+) -> tuple[str, int, list[tuple[npt.NDArray[np.int32], list[str]]] | None]: ...
 def format_csv(
     columns: list[tuple[npt.ArrayLike, list[str] | None, npt.ArrayLike | None]],
     sep: str, eol: str, missing: str

@@ -67,6 +67,14 @@ def as_schema(schema: SchemaLike | None) -> Schema:
     return Schema.load(schema)
 
 
+def _check_seed(seed: Any) -> None:
+    """A sample seed is an integer in [0, 2^64) (the model's sampler and MST's decompression
+    both take it): anything else is a typed error, not a numpy or int() message."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) \
+            or not 0 <= seed < 2 ** 64:
+        raise InvalidArgumentError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+
+
 class Synthesizer(abc.ABC):
     """Base class: holds the budget, runs the mechanism, samples and decodes.
 
@@ -390,6 +398,7 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
         if seed is None:
             seed = self._next_sample_seed()
+        _check_seed(seed)
         if not self.schema_.constraints:
             return self._draw(int(n), seed)
         return self._draw_allowed(int(n), seed)
@@ -506,6 +515,8 @@ class Synthesizer(abc.ABC):
             return
         if seed is None and n is not None:
             seed = self._next_sample_seed()
+        if seed is not None:
+            _check_seed(seed)
         sampler = self._part_sampler(int(n), int(seed)) if n is not None else None
         if sampler is not None:            # a block at a time (as write_partitioned's parts)
             from dpcore.junction_tree import SAMPLE_BLOCK
@@ -586,9 +597,7 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
         if seed is None:
             seed = self._next_sample_seed()
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) \
-                or not 0 <= seed < 2 ** 64:
-            raise InvalidArgumentError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+        _check_seed(seed)
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
         sampler = self._part_sampler(int(n), int(seed))

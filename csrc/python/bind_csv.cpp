@@ -14,6 +14,19 @@
 
 namespace py = pybind11;
 
+[[noreturn]] void raise_type_error(const std::string& message);
+
+namespace {
+
+// A NumPy array of integers or booleans (what forcecast converts to int64 exactly).
+bool integer_array(const py::handle& obj) {
+  if (!py::isinstance<py::array>(obj)) return false;
+  const char kind = py::reinterpret_borrow<py::array>(obj).dtype().kind();
+  return kind == 'i' || kind == 'u' || kind == 'b';
+}
+
+}  // namespace
+
 void bind_csv(py::module_& m) {
   m.def(
       "split_csv",
@@ -69,10 +82,13 @@ void bind_csv(py::module_& m) {
         keep_flags.reserve(columns.size());
         py::ssize_t n = -1;
         for (std::size_t j = 0; j < columns.size(); ++j) {
+          if (!py::isinstance<py::tuple>(columns[j]) || py::len(columns[j]) != 3)
+            raise_type_error("column " + std::to_string(j) +
+                             " must be a tuple (array, labels or None, mask or None)");
           const auto item = columns[j].cast<py::tuple>();
-          if (item.size() != 3)
-            throw dpcore::InvalidArgument("column " + std::to_string(j) +
-                                          " must be (array, labels or None, mask or None)");
+          if (!integer_array(item[0]) || !(item[2].is_none() || integer_array(item[2])))
+            raise_type_error("column " + std::to_string(j) +
+                             ": values and mask must be NumPy arrays of integers or booleans");
           keep.push_back(item[0].cast<Int64s>());
           const Int64s& data = keep.back();
           if (data.ndim() != 1 || (n >= 0 && data.size() != n))
@@ -82,7 +98,15 @@ void bind_csv(py::module_& m) {
           dpcore::CsvColumn c;
           c.data = data.data();
           c.integers = item[1].is_none();
-          if (!c.integers) c.labels = item[1].cast<std::vector<std::string>>();
+          if (!c.integers) {
+            if (!py::isinstance<py::list>(item[1]))
+              raise_type_error("column " + std::to_string(j) + ": labels must be a list of str");
+            for (const auto label : item[1].cast<py::list>()) {
+              if (!py::isinstance<py::str>(label))
+                raise_type_error("column " + std::to_string(j) + ": labels must be str");
+              c.labels.push_back(label.cast<std::string>());
+            }
+          }
           if (!item[2].is_none()) {
             if (!c.integers)
               throw dpcore::InvalidArgument("column " + std::to_string(j) +

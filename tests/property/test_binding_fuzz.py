@@ -165,6 +165,15 @@ def _check_sample(model, n, method, seed, dtype="int64"):
         assert np.array_equal(out.astype(np.int64), again)
 
 
+def _check_split_csv(data, sep, columns):
+    out = call(_core.split_csv, data, sep, columns)
+    if out is not None and out[0] == "plain":
+        status, rows, parts = out
+        assert len(parts) == columns
+        for positions, texts in parts:
+            assert len(positions) == rows and all(0 <= p < len(texts) for p in positions)
+
+
 def _check_format_csv(columns, sep, eol, missing):
     out = call(_core.format_csv, columns, sep, eol, missing)
     if out is not None:
@@ -253,6 +262,11 @@ CASES = {
         either(st.sampled_from(["round", "sample", "other"])),
         either(st.integers(0, 2**64 - 1)),
         st.sampled_from(["int64", "uint8", "uint16", "uint32", "int8", "float64"])),
+    "split_csv": st.builds(
+        lambda d, sep, k: lambda: _check_split_csv(d, sep, k),
+        either(st.binary(max_size=40) | st.text(alphabet="ab,;\n\r\"é", max_size=30).map(
+            lambda t: t.encode("utf-8"))),
+        either(st.sampled_from([",", ";", "", ",,"])), either(st.integers(-1, 4))),
     "format_csv": st.builds(
         lambda c, sep, eol, miss: lambda: _check_format_csv(c, sep, eol, miss),
         either(st.lists(either(st.tuples(

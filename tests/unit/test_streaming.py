@@ -211,3 +211,14 @@ def test_write_draws_the_rows_of_sample_a_block_at_a_time(tmp_path, monkeypatch,
     synth.write(tmp_path / "w.csv", n, seed=5, chunk_rows=100)
     write_table(whole, tmp_path / "s.csv", missing_token=schema.missing_values[0])
     assert (tmp_path / "w.csv").read_bytes() == (tmp_path / "s.csv").read_bytes()
+
+
+@pytest.mark.parametrize("seed", [1.5, "7", -1, True, 2 ** 64])
+def test_a_bad_sample_seed_is_a_typed_error(seed):
+    df, schema = adult()
+    synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9, seed=0,
+                               progress=False).fit(df.iloc[:500], schema)
+    for draw in (lambda: synth.sample(10, seed=seed), lambda: synth.sample_codes(10, seed=seed),
+                 lambda: list(synth.sample_chunks(10, seed=seed))):
+        with pytest.raises(ValueError, match="seed must be an integer"):
+            draw()

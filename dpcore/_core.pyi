@@ -125,7 +125,8 @@ def split_csv(
     data: bytes | bytearray | memoryview, sep: str, columns: int
 ) -> tuple[str, int, list[tuple[npt.NDArray[np.int32], list[str]]] | None]: ...
 def format_csv(
-    columns: list[tuple[npt.ArrayLike, list[str] | None, npt.ArrayLike | None]],
+    columns: list[tuple[npt.NDArray[np.integer], list[str] | None,
+                        npt.NDArray[np.bool_] | None]],
     sep: str, eol: str, missing: str
 ) -> bytes: ...
 

@@ -50,18 +50,21 @@ def public_layout(schema: Any) -> tuple[Any, pd.DataFrame]:
     public ``schema``: texts (categories, timestamps) are strings, integers int64 (pandas
     ``Int64`` where the column can be missing), other numbers float64. Fixed by the schema,
     not by the rows, so every part of a partitioned dataset has the same types."""
-    from dpcore.schema import CategoricalColumn, CodeColumn, NumericColumn
+    from dpcore.datetimes import DatetimeColumn
+    from dpcore.schema import CodeColumn, NumericColumn
     pa, _ = _pyarrow()
     fields, dtypes = [], {}
     for col in schema.columns:
-        if isinstance(col, CodeColumn):
+        if isinstance(col, DatetimeColumn):      # a NumericColumn that decodes to text
+            kind, dtype = pa.string(), "object"
+        elif isinstance(col, CodeColumn):
             kind, dtype = pa.int64(), "int64"
         elif isinstance(col, NumericColumn) and col.integer:
             kind = pa.int64()
             dtype = "Int64" if col.missing_code is not None else "int64"
         elif isinstance(col, NumericColumn):
             kind, dtype = pa.float64(), "float64"
-        else:        # categorical and datetime columns decode to text
+        else:        # categorical columns decode to text
             kind, dtype = pa.string(), "object"
         fields.append(pa.field(col.name, kind))
         dtypes[col.name] = pd.Series([], dtype=dtype)

@@ -143,7 +143,8 @@ def _check_distinct(inputs: Sequence[tuple[str, Any]], outputs: Sequence[tuple[s
 
 def _check_output_format(path: str) -> None:
     import importlib.util
-    if Path(path).suffix.lower() in (".parquet", ".pq") and not any(
+    from dpcore.encoding import is_parquet
+    if is_parquet(path) and not any(
             importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
         raise CliError(f"--out {path!r}: writing Parquet needs pyarrow: "
                        f"pip install 'dpcore[parquet]' (or write a .csv)")
@@ -237,7 +238,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from dpcore.encoding import read_codes
+    from dpcore.encoding import is_parquet, read_codes
     from mechanisms.synthesizer import Synthesizer
 
     epsilon, delta = _budget(args)
@@ -350,8 +351,7 @@ def _synth(args: argparse.Namespace) -> int:
             try:
                 rows = synth.write_partitioned(
                     args.out, args.rows, client=client, missing_token=missing,
-                    sep=args.delimiter, format="parquet" if Path(args.out).suffix.lower()
-                    in (".parquet", ".pq") else "csv")
+                    sep=args.delimiter, format="parquet" if is_parquet(args.out) else "csv")
             finally:
                 _close_client(client, args)
             outputs = {str(args.out): _dir_sha256(args.out)}

@@ -61,10 +61,9 @@ def _line_blocks(path: Any, block_bytes: int) -> Iterator[bytes]:
 def split_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
     """One block of whole lines as a DataFrame of ``category`` columns (compiled splitter)."""
     from dpcore import _core
-    try:
-        status, rows, columns = _core.split_csv(data, sep, len(header))
-    except UnicodeDecodeError:
-        raise CsvBlockError("not UTF-8 text") from None
+    status, rows, columns = _core.split_csv(data, sep, len(header))
+    if status == "not utf-8":
+        raise CsvBlockError(f"column {header[rows]!r} holds text that is not UTF-8")
     if status == "not plain":
         raise NotPlainText()
     if status == "ragged":

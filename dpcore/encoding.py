@@ -325,14 +325,24 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
     of pandas ``category`` dtype (the typed reader's) is encoded once per distinct value."""
     check_columns(list(frame.columns), schema)
     out = np.empty((len(frame), len(schema)), dtype=schema.code_dtype())
+    first: EncodingError | None = None   # the error of the earliest bad row (then column)
     for j, col in enumerate(schema.columns):
         series = frame[col.name]
         encode = (_encode_dictionary if isinstance(series.dtype, pd.CategoricalDtype)
                   else _encode_column)
-        out[:, j] = encode(col, series, schema.missing_values, row_offset, debug)
+        try:
+            out[:, j] = encode(col, series, schema.missing_values, row_offset, debug)
+        except EncodingError as err:
+            if first is None or (err.row or 0) < (first.row or 0):
+                first = err
+    # The earliest bad row is reported whatever the chunking (a reader's chunks are cut
+    # differently): rows before it are whole, so a broken rule there comes first.
+    keep = len(out) if first is None or first.row is None else first.row - 1 - row_offset
     if schema.constraints:   # real rows must keep the public rules (or be re-derived)
         from dpcore.constraints import check_derived
-        check_derived(out, schema, row_offset=row_offset)
+        check_derived(out[:keep], schema, row_offset=row_offset)
+    if first is not None:
+        raise first
     return out
 
 
@@ -522,7 +532,7 @@ def iter_table_chunks(path: str | os.PathLike, *, sep: str = ",",
     p = Path(path)
     if not p.is_file():
         raise EncodingError(f"{path}: no such file")
-    if p.suffix.lower() in (".parquet", ".pq"):
+    if is_parquet(p):
         return _iter_parquet(p, chunk_rows)
     return iter_csv_chunks(p, sep=sep, chunk_rows=chunk_rows, typed=typed)
 
@@ -553,7 +563,7 @@ def _block_chunks(path: Path, sep: str, engine: str) -> Iterator[pd.DataFrame] |
     "pyarrow" picks the block parser) for :func:`read_codes`, or None where the pandas reader
     must read it (not a CSV, no pyarrow for that engine, a quoted header)."""
     from dpcore import arrowio, csvblocks
-    if path.suffix.lower() in (".parquet", ".pq") or not path.is_file():
+    if is_parquet(path) or not path.is_file():
         return None
     if engine == "pyarrow" and not arrowio.have_pyarrow():
         return None
@@ -576,18 +586,21 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     columns of uint8 is 150 MB). ``debug=True`` puts the offending
     value in an error (sensitive data).
 
-    ``engine``: ``"auto"`` (= ``"compiled"``) splits a CSV that holds no quote, no blank
-    line and no bare carriage return with the compiled splitter (:mod:`dpcore.csvblocks`;
-    blocks of 32 MiB of lines, not ``chunk_rows``), any other file with the pandas typed
-    reader; ``"pyarrow"`` splits plain files with pyarrow's parser instead (where pyarrow is
-    installed); ``"pandas"`` reads every file with pandas. All give the same codes and, for a
+    ``engine``: ``"auto"`` splits a CSV that holds no quote, no blank line and no bare
+    carriage return with the compiled splitter (:mod:`dpcore.csvblocks`; blocks of 32 MiB of
+    lines, not ``chunk_rows``), and reads any other file (and Parquet) with pandas;
+    ``"compiled"`` and ``"pyarrow"`` (pyarrow's parser, where installed) split plain CSVs only
+    and refuse other files; ``"pandas"`` reads every file with pandas. All give the same codes and, for a
     bad file, the same error: with a block reader, the row check runs when splitting or
-    encoding fails, so a ragged row is still reported before a bad value."""
+    encoding fails, so a ragged row is still reported before a bad value, and within a chunk
+    the earliest bad row is reported (:func:`encode_frame`), so the chunking does not
+    matter."""
     if engine not in READ_ENGINES:
         raise InvalidArgumentError(f"engine must be one of {READ_ENGINES}, got {engine!r}")
     chunks = _block_chunks(Path(path), sep, engine) if engine != "pandas" else None
-    if engine == "pyarrow" and chunks is None:
-        raise InvalidArgumentError(f"{path}: the pyarrow reader needs pyarrow and a CSV "
+    if engine in ("pyarrow", "compiled") and chunks is None:
+        raise InvalidArgumentError(f"{path}: the {engine} reader needs "
+                                   f"{'pyarrow and ' if engine == 'pyarrow' else ''}a CSV "
                                    f"(without quotes, bare carriage returns or blank lines)")
     if chunks is not None:
         from dpcore.csvblocks import NotPlainText
@@ -751,6 +764,10 @@ def _csv_column(series: pd.Series, special: tuple[str, ...]) -> tuple | None:
         return None
     if not all(type(u) is str and not any(x in u for x in special) for u in uniques):
         return None              # a number, a timestamp, a quoted field: pandas formats it
+    try:
+        "".join(uniques).encode("utf-8")
+    except UnicodeEncodeError:
+        return None              # a lone surrogate: pandas' writer raises its own error
     return index, uniques, None  # position -1 (None / NaN) is the missing token
 
 
@@ -779,6 +796,12 @@ def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: boo
     return head + _core.format_csv(columns, sep, end, missing_token)
 
 
+def is_parquet(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a Parquet file (by its extension), as every reader and writer
+    here decides it."""
+    return Path(path).suffix.lower() in (".parquet", ".pq")
+
+
 def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.PathLike, *,
                 missing_token: str = "", sep: str = ",", schema: Schema | None = None) -> int:
     """Write CSV (or Parquet by extension) to a temporary file beside ``path``, then rename:
@@ -803,7 +826,7 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
     try:
         os.chmod(tmp, default_file_mode())
         rows = 0
-        if target.suffix.lower() in (".parquet", ".pq"):
+        if is_parquet(target):
             from dpcore.arrowio import have_pyarrow, public_layout, write_parquet_chunks
             if have_pyarrow():       # a row group per chunk, never the whole table
                 rows = write_parquet_chunks(frames, tmp, None if schema is None

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, write_table
+from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, is_parquet, write_table
 from dpcore.errors import InvalidArgumentError
 
 __all__ = ["PartSampler", "draw_rows", "write_partitions"]
@@ -104,7 +104,7 @@ class PartSampler:
 def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_token: str,
                 sep: str) -> tuple[str, int]:
     """In a worker: draw, decode and write one partition; (its file name, its rows)."""
-    csv = not path.endswith(".parquet")      # Parquet keeps the labels as sample() has them
+    csv = not is_parquet(path)       # Parquet keeps the labels as sample() has them
     # Parquet parts take their column types from the public schema: the same in every part
     written = write_table(sampler.frames(start, rows, categorical=csv), path,
                           missing_token=missing_token, sep=sep,

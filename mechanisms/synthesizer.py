@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import abc
 import os
-from pathlib import Path
 from fractions import Fraction
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence, Union
 
@@ -31,8 +30,8 @@ import pandas as pd
 from dpcore.accounting import approx_dp_to_zcdp
 from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
                                 measured_schema, structural_zeros, unconstrained)
-from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, encode_frame
-from dpcore.errors import InvalidArgumentError
+from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, encode_frame, is_parquet
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
 from dpcore.schema import Schema
 
@@ -68,11 +67,13 @@ def as_schema(schema: SchemaLike | None) -> Schema:
 
 
 def _check_seed(seed: Any) -> None:
-    """A sample seed is an integer in [0, 2^64) (the model's sampler and MST's decompression
-    both take it): anything else is a typed error, not a numpy or int() message."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) \
-            or not 0 <= seed < 2 ** 64:
-        raise InvalidArgumentError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    """A sample seed is an integer in [0, 2^64) (the model's sampler, MST's decompression
+    and the rejection sampler all take it): DpcoreTypeError for another type,
+    InvalidArgumentError outside the range (as the model's sampler says)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise DpcoreTypeError(f"seed must be an integer or None, got {type(seed).__name__}")
+    if not 0 <= seed < 2 ** 64:
+        raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
 
 
 class Synthesizer(abc.ABC):
@@ -506,6 +507,8 @@ class Synthesizer(abc.ABC):
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))
                               or n < 1):
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
+        if seed is not None:
+            _check_seed(seed)
         return self._chunk_frames(n, seed, int(chunk_rows), categorical)
 
     def _chunk_frames(self, n: int | None, seed: int | None, chunk_rows: int,
@@ -515,8 +518,6 @@ class Synthesizer(abc.ABC):
             return
         if seed is None and n is not None:
             seed = self._next_sample_seed()
-        if seed is not None:
-            _check_seed(seed)
         sampler = self._part_sampler(int(n), int(seed)) if n is not None else None
         if sampler is not None:            # a block at a time (as write_partitioned's parts)
             from dpcore.junction_tree import SAMPLE_BLOCK
@@ -565,7 +566,7 @@ class Synthesizer(abc.ABC):
             self._fitted()
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
-        csv = Path(path).suffix.lower() not in (".parquet", ".pq")
+        csv = not is_parquet(path)
         return write_table(self._chunks(n, seed, chunk_rows, categorical=csv), path,
                            missing_token=missing_token, sep=sep)
 

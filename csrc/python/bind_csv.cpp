@@ -18,11 +18,12 @@ namespace py = pybind11;
 
 namespace {
 
-// A NumPy array of integers or booleans (what forcecast converts to int64 exactly).
+// A NumPy array of integers or booleans that int64 holds exactly (no uint64: values past
+// 2^63 - 1 would wrap).
 bool integer_array(const py::handle& obj) {
   if (!py::isinstance<py::array>(obj)) return false;
-  const char kind = py::reinterpret_borrow<py::array>(obj).dtype().kind();
-  return kind == 'i' || kind == 'u' || kind == 'b';
+  const py::dtype dtype = py::reinterpret_borrow<py::array>(obj).dtype();
+  return dtype.kind() == 'i' || dtype.kind() == 'b' || (dtype.kind() == 'u' && dtype.itemsize() < 8);
 }
 
 }  // namespace
@@ -35,8 +36,8 @@ void bind_csv(py::module_& m) {
           throw dpcore::InvalidArgument("the delimiter must be one byte, got " +
                                         std::to_string(sep.size()));
         const py::buffer_info info = data.request();
-        if (info.ndim != 1 || info.itemsize != 1)
-          throw dpcore::InvalidArgument("data must be a 1-d buffer of bytes");
+        if (info.ndim != 1 || info.itemsize != 1 || (info.size > 1 && info.strides[0] != 1))
+          throw dpcore::InvalidArgument("data must be a contiguous 1-d buffer of bytes");
         const std::string_view text(static_cast<const char*>(info.ptr),
                                     static_cast<std::size_t>(info.size));
         dpcore::CsvBlock block;
@@ -57,7 +58,10 @@ void bind_csv(py::module_& m) {
           for (std::string_view t : block.texts[j]) {
             PyObject* s = PyUnicode_DecodeUTF8(t.data(), static_cast<py::ssize_t>(t.size()),
                                                "strict");
-            if (s == nullptr) throw py::error_already_set();   // UnicodeDecodeError
+            if (s == nullptr) {             // not UTF-8: a status, like a ragged line
+              PyErr_Clear();
+              return py::make_tuple("not utf-8", j, py::none());
+            }
             texts.append(py::reinterpret_steal<py::str>(s));
           }
           out.append(py::make_tuple(positions, texts));
@@ -68,7 +72,7 @@ void bind_csv(py::module_& m) {
       "Split whole CSV lines (bytes; no quoting) into `columns` fields a line: (\"plain\",\n"
       "rows, [(positions int32, distinct texts)] a column), (\"not plain\", 0, None) for a\n"
       "quote, a bare carriage return or an empty line, (\"ragged\", line, None) for a line\n"
-      "with another field count. Texts must be UTF-8 (else UnicodeDecodeError).");
+      "with another field count, (\"not utf-8\", column, None) for a text that is not UTF-8.");
   using Int64s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
   using Flags = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
   m.def(
@@ -104,7 +108,14 @@ void bind_csv(py::module_& m) {
             for (const auto label : item[1].cast<py::list>()) {
               if (!py::isinstance<py::str>(label))
                 raise_type_error("column " + std::to_string(j) + ": labels must be str");
-              c.labels.push_back(label.cast<std::string>());
+              Py_ssize_t size = 0;
+              const char* utf8 = PyUnicode_AsUTF8AndSize(label.ptr(), &size);
+              if (utf8 == nullptr) {     // a lone surrogate: no UTF-8 text
+                PyErr_Clear();
+                throw dpcore::InvalidArgument("column " + std::to_string(j) +
+                                              ": a label is not encodable as UTF-8");
+              }
+              c.labels.emplace_back(utf8, static_cast<std::size_t>(size));
             }
           }
           if (!item[2].is_none()) {
@@ -129,7 +140,8 @@ void bind_csv(py::module_& m) {
         return py::bytes(out);
       },
       py::arg("columns"), py::arg("sep"), py::arg("eol"), py::arg("missing"),
-      "CSV rows (UTF-8 bytes) from columns (values, labels, mask): with labels, values are\n"
-      "positions in them (negative: the missing text); without, integers (where mask is set:\n"
-      "the missing text). Fields joined by sep, rows ended by eol; nothing is quoted.");
+      "CSV rows (UTF-8 bytes) from columns (values, labels, mask) of NumPy integer arrays:\n"
+      "with labels, values are positions in them (negative: the missing text); without,\n"
+      "integers (where mask is set: the missing text). Fields joined by sep, rows ended by\n"
+      "eol; nothing is quoted.");
 }

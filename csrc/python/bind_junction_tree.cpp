@@ -68,12 +68,8 @@ py::array_t<T> sampled(const dpcore::CalibratedTree& c, std::int64_t n, dpcore::
   T* data = out.mutable_data();
   {
     py::gil_scoped_release release;
-    const auto column = dpcore::sample_columns(c, n, how, seed);
-    const auto rows = static_cast<std::size_t>(n);
-    for (std::size_t a = 0; a < d; ++a) {
-      const std::int32_t* codes = column[a].data();
-      for (std::size_t r = 0; r < rows; ++r) data[r * d + a] = static_cast<T>(codes[r]);
-    }
+    dpcore::columns_to_rows(dpcore::sample_columns(c, n, how, seed), static_cast<std::size_t>(n),
+                            data);
   }
   return out;
 }

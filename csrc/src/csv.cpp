@@ -3,24 +3,55 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <limits>
 
 #include "dpcore/errors.hpp"
 
 namespace dpcore {
 
+namespace {
+
+// Characters of v in decimal (with its sign).
+std::size_t decimal_width(std::int64_t v) {
+  if (v == std::numeric_limits<std::int64_t>::min()) return 20;
+  std::size_t width = v < 0 ? 2 : 1;
+  std::uint64_t u = v < 0 ? std::uint64_t(-v) : std::uint64_t(v);
+  while (u >= 10) {
+    u /= 10;
+    ++width;
+  }
+  return width;
+}
+
+}  // namespace
+
 void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
                 const std::string& eol, const std::string& missing_text, std::string* out) {
   if (columns.empty() || n == 0) return;
-  // The longest a row can be, so the text is written through a pointer into one allocation.
-  std::size_t widest = eol.size() + sep.size() * (columns.size() - 1);
-  for (const CsvColumn& c : columns) {
-    std::size_t w = missing_text.size();
-    if (c.integers) w = std::max<std::size_t>(w, 20);   // -9223372036854775808
-    for (const std::string& label : c.labels) w = std::max(w, label.size());
-    widest += w;
+  // First pass: check every label position and size the text exactly, so it is written
+  // through a pointer into one allocation of what it needs (a long label used once costs
+  // its own bytes, not a row's worth of them in every row).
+  std::size_t total = n * (eol.size() + sep.size() * (columns.size() - 1));
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    const CsvColumn& c = columns[j];
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::int64_t v = c.data[r];
+      if (c.integers) {
+        total += c.missing != nullptr && c.missing[r] != 0 ? missing_text.size()
+                                                             : decimal_width(v);
+      } else if (v < 0) {
+        total += missing_text.size();
+      } else if (static_cast<std::size_t>(v) < c.labels.size()) {
+        total += c.labels[static_cast<std::size_t>(v)].size();
+      } else {
+        throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
+                              ": label position " + std::to_string(v) + " outside 0.." +
+                              std::to_string(c.labels.size()) + " - 1");
+      }
+    }
   }
   const std::size_t start = out->size();
-  out->resize(start + widest * n);
+  out->resize(start + total);
   char* p = out->data() + start;
   for (std::size_t r = 0; r < n; ++r) {
     for (std::size_t j = 0; j < columns.size(); ++j) {
@@ -30,23 +61,14 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
         p += sep.size();
       }
       const std::int64_t v = c.data[r];
-      const std::string* text = nullptr;
+      const std::string* text = &missing_text;
       if (c.integers) {
-        if (c.missing != nullptr && c.missing[r] != 0) {
-          text = &missing_text;
-        } else {
+        if (c.missing == nullptr || c.missing[r] == 0) {
           p = std::to_chars(p, p + 20, v).ptr;
           continue;
         }
-      } else if (v < 0) {
-        text = &missing_text;
-      } else if (static_cast<std::size_t>(v) < c.labels.size()) {
+      } else if (v >= 0) {
         text = &c.labels[static_cast<std::size_t>(v)];
-      } else {
-        out->resize(start);
-        throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
-                              ": label position " + std::to_string(v) + " outside 0.." +
-                              std::to_string(c.labels.size()) + " - 1");
       }
       std::memcpy(p, text->data(), text->size());
       p += text->size();
@@ -54,7 +76,6 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
     std::memcpy(p, eol.data(), eol.size());
     p += eol.size();
   }
-  out->resize(static_cast<std::size_t>(p - out->data()));
 }
 
 namespace {
@@ -102,6 +123,8 @@ class TextIndex {
     for (std::size_t i = h >> shift_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.position < 0) {
+        if (texts_->size() >= std::size_t(std::numeric_limits<std::int32_t>::max()))
+          throw InvalidArgument("a CSV block column holds more than 2^31 - 1 distinct texts");
         slot.hash = h;
         slot.position = static_cast<std::int32_t>(texts_->size());
         slot.size = static_cast<std::uint32_t>(std::min(text.size(), kInline + 1));
@@ -160,10 +183,13 @@ class TextIndex {
 
 CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
                    std::size_t* row) {
+  if (columns == 0) throw InvalidArgument("a CSV block needs at least one column");
+  if (columns > kMaxColumns)
+    throw InvalidArgument("a CSV block has at most " + std::to_string(kMaxColumns) +
+                          " columns, got " + std::to_string(columns));
   out->index.assign(columns, {});
   out->texts.assign(columns, {});
   out->rows = 0;
-  if (columns == 0) throw InvalidArgument("a CSV block needs at least one column");
   // A quote, or a carriage return that does not end a line: not for this reader.
   if (data.find('"') != std::string_view::npos) return CsvSplit::kNotPlain;
   for (std::size_t cr = data.find('\r'); cr != std::string_view::npos;
@@ -171,6 +197,8 @@ CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBloc
     if (cr + 1 >= data.size() || data[cr + 1] != '\n') return CsvSplit::kNotPlain;
   const std::size_t lines_guess = static_cast<std::size_t>(
       std::count(data.begin(), data.end(), '\n')) + 1;
+  if (lines_guess > std::size_t(std::numeric_limits<std::int32_t>::max()))
+    throw InvalidArgument("a CSV block holds more than 2^31 - 1 lines");
   std::vector<TextIndex> index;
   index.reserve(columns);
   for (std::size_t j = 0; j < columns; ++j) {

@@ -222,12 +222,7 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
 
 void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,
                     std::uint64_t seed, std::int64_t* out) {
-  const auto column = sample_columns(model, n, method, seed);
-  const std::size_t d = column.size(), rows = static_cast<std::size_t>(n);
-  for (std::size_t a = 0; a < d; ++a) {
-    const std::int32_t* codes = column[a].data();
-    for (std::size_t r = 0; r < rows; ++r) out[r * d + a] = codes[r];
-  }
+  columns_to_rows(sample_columns(model, n, method, seed), static_cast<std::size_t>(n), out);
 }
 
 std::vector<std::int64_t> sample_records(const CalibratedTree& model, std::int64_t n,

@@ -203,17 +203,39 @@ def test_a_public_layout_fixes_the_parquet_types_whatever_the_chunk(tmp_path):
         "c": {"type": "categorical", "categories": ["a", "b"], "missing": "code"},
         "n": {"type": "numeric", "lower": 0, "upper": 10, "bins": 5, "integer": True,
               "missing": "code"},
-        "x": {"type": "numeric", "lower": 0, "upper": 1, "bins": 2}}})
-    chunks = [pd.DataFrame({"c": ["a", "b"], "n": np.array([1, 2]), "x": [0.5, 0.25]}),
+        "x": {"type": "numeric", "lower": 0, "upper": 1, "bins": 2},
+        "d": {"type": "datetime", "lower": "2020-01-01", "upper": "2020-12-31", "bins": 4},
+        "k": {"type": "code", "size": 3}}})
+    chunks = [decode_codes(np.array([[0, 1, 0, 1, 2], [1, 2, 1, 0, 0]]), schema, seed=0),
               pd.DataFrame({"c": [None, None], "n": pd.array([None, 7], dtype="Int64"),
-                            "x": [np.nan, 1.0]})]
+                            "x": [np.nan, 1.0], "d": [None, None], "k": [1, 2]})]
     files = []
     for k, chunk in enumerate(chunks):
         files.append(tmp_path / f"p{k}.parquet")
         assert write_parquet_chunks([chunk], files[-1], public_layout(schema)) == 2
     a, b = (pq.read_schema(f) for f in files)
     assert a.equals(b, check_metadata=True)
-    assert [f.type for f in a] == [pa.string(), pa.int64(), pa.float64()]
+    assert [f.type for f in a] == [pa.string(), pa.int64(), pa.float64(), pa.string(),
+                                   pa.int64()]
     back = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
     assert str(back["n"].dtype) == "Int64" and back["c"].isna().sum() == 2
-    assert back["n"].tolist()[:2] == [1, 2] and pd.isna(back["n"][2])
+    assert back["n"].tolist()[:2] == chunks[0]["n"].tolist() and pd.isna(back["n"][2])
+    assert back["d"].tolist()[:2] == chunks[0]["d"].tolist()
+
+
+@pytest.mark.parametrize("typed_rows, block_bytes", [(4, 1024), (3, 20), (250_000, 1 << 20)])
+def test_the_earliest_bad_row_is_reported_whatever_the_chunking(tmp_path, monkeypatch,
+                                                                 typed_rows, block_bytes):
+    """A bad n on row 4 and a bad c on row 5: every reader, whatever its chunk sizes, reports
+    row 4 (within a chunk the earliest row wins, not the first column)."""
+    import dpcore.csvblocks as csvblocks
+    import dpcore.encoding as encoding
+    monkeypatch.setattr(encoding, "_TYPED_ROWS", typed_rows)
+    monkeypatch.setattr(csvblocks, "CSV_BLOCK_BYTES", block_bytes)
+    strict = Schema.from_dict({"columns": {
+        "c": {"type": "categorical", "categories": ["a", "b"]},
+        "n": {"type": "numeric", "lower": 0, "upper": 100, "bins": 7, "integer": True}}})
+    path = tmp_path / "t.csv"
+    path.write_text("c,n\na,1\nb,2\na,3\na,x\nq,5\nb,6\n")
+    fast, slow = _both(path, strict, chunk_rows=typed_rows)
+    assert fast == slow and fast[2] == 4 and "'n'" in fast[1]

@@ -101,7 +101,7 @@ def test_bad_requests_write_nothing(tmp_path, client, fitted, small_block, monke
     with pytest.raises(ValueError, match="multiple of the sampling block"):   # not the default
         synth.write_partitioned(tmp_path / "b", 1000, client=client, partition_rows=0)
     for seed in (-1, 2 ** 64, "7", 1.5, True):
-        with pytest.raises(ValueError, match="seed must be an integer"):
+        with pytest.raises((TypeError, ValueError), match="seed must be"):
             synth.write_partitioned(tmp_path / "b", 1000, seed=seed, client=client,
                                     partition_rows=BLOCK)
 

@@ -205,6 +205,8 @@ def test_write_draws_the_rows_of_sample_a_block_at_a_time(tmp_path, monkeypatch,
                                **options).fit(df.iloc[:2000], schema)
     n = 4 * 256 + 9
     whole = synth.sample(n, seed=5)
+    # the block path draws no whole sample: sample_codes(n) must not be reached
+    monkeypatch.setattr(synth, "sample_codes", lambda *a, **k: pytest.fail("drew n rows whole"))
     chunks = list(synth.sample_chunks(n, seed=5, chunk_rows=100))
     assert max(len(c) for c in chunks) <= 100 and sum(len(c) for c in chunks) == n
     pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), whole)
@@ -213,12 +215,13 @@ def test_write_draws_the_rows_of_sample_a_block_at_a_time(tmp_path, monkeypatch,
     assert (tmp_path / "w.csv").read_bytes() == (tmp_path / "s.csv").read_bytes()
 
 
-@pytest.mark.parametrize("seed", [1.5, "7", -1, True, 2 ** 64])
-def test_a_bad_sample_seed_is_a_typed_error(seed):
+@pytest.mark.parametrize("seed, error", [(1.5, TypeError), ("7", TypeError), (True, TypeError),
+                                         (-1, ValueError), (2 ** 64, ValueError)])
+def test_a_bad_sample_seed_is_a_typed_error(seed, error):
     df, schema = adult()
     synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9, seed=0,
                                progress=False).fit(df.iloc[:500], schema)
     for draw in (lambda: synth.sample(10, seed=seed), lambda: synth.sample_codes(10, seed=seed),
-                 lambda: list(synth.sample_chunks(10, seed=seed))):
-        with pytest.raises(ValueError, match="seed must be an integer"):
+                 lambda: synth.sample_chunks(10, seed=seed)):   # refused at the call
+        with pytest.raises(error, match="seed must be"):
             draw()

@@ -11,18 +11,19 @@
 
 namespace dpcore {
 
-/// One column of the rows to format. With `labels` non-empty (or `values` null), field r is
-/// labels[index[r]], or the missing text where index[r] < 0. Otherwise field r is values[r] in
-/// decimal, or the missing text where `missing` (optional) is non-zero.
+/// One column of the rows to format. With `integers`, field r is data[r] in decimal, or the
+/// missing text where `missing` (optional) is non-zero. Otherwise field r is
+/// labels[data[r]], or the missing text where data[r] < 0 (a position past the labels is an
+/// error).
 struct CsvColumn {
-  const std::int64_t* data = nullptr;    // label positions, or integer values
-  std::vector<std::string> labels;       // empty for an integer column
+  const std::int64_t* data = nullptr;    // integer values, or label positions
+  std::vector<std::string> labels;       // the texts positions pick (not for integers)
   bool integers = false;
   const std::uint8_t* missing = nullptr; // integer columns only; may be null
 };
 
 /// Appends `n` rows to `out`: the columns' fields joined by `sep`, each row ended by `eol`.
-/// InvalidArgument when a label position lies outside its labels.
+/// InvalidArgument (and nothing appended) when a label position lies outside its labels.
 void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
                 const std::string& eol, const std::string& missing_text, std::string* out);
 
@@ -39,9 +40,13 @@ struct CsvBlock {
 /// (a line with another field count; `row` is its 0-based line in the block).
 enum class CsvSplit { kPlain, kNotPlain, kRagged };
 
+/// The most columns split_csv() takes.
+constexpr std::size_t kMaxColumns = std::size_t{1} << 20;
+
 /// Splits `data` (whole lines, each ended by "\n" or "\r\n"; the last may lack its end) on
 /// the one-byte delimiter `sep` into `columns` fields a line. Texts are raw bytes: nothing is
-/// trimmed or interpreted. On kNotPlain / kRagged, `out` holds no usable rows.
+/// trimmed or interpreted. On kNotPlain / kRagged, `out` holds no usable rows. InvalidArgument
+/// for no column, more than kMaxColumns, or more than 2^31 - 1 lines or distinct texts.
 CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
                    std::size_t* row);
 

@@ -64,6 +64,18 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
                                                       std::int64_t n, SampleMethod method,
                                                       std::uint64_t seed);
 
+/// sample_columns()' codes laid out row-major (n x columns.size()) into `out`, as T (a type
+/// that holds every code: the caller checks).
+template <typename T>
+void columns_to_rows(const std::vector<std::vector<std::int32_t>>& columns, std::size_t n,
+                     T* out) {
+  const std::size_t d = columns.size();
+  for (std::size_t a = 0; a < d; ++a) {
+    const std::int32_t* codes = columns[a].data();
+    for (std::size_t r = 0; r < n; ++r) out[r * d + a] = static_cast<T>(codes[r]);
+  }
+}
+
 /// Writes n records (row-major n x num_attrs, codes in domain order) into `out`.
 /// InvalidArgument when n < 0, TableTooLarge when record_cells(n, num_attrs) is over the cap.
 void sample_records(const CalibratedTree& model, std::int64_t n, SampleMethod method,

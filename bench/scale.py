@@ -137,8 +137,9 @@ def _timed(phase: str, fn):
             if _OPEN:
                 _OPEN[-1][0] += cpu
                 _OPEN[-1][1] += wall
-            _PHASES.append({"phase": phase, "cpu_s": cpu - inner_cpu, "wall_s": wall - inner_wall,
-                            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            _PHASES.append({"phase": phase, "cpu_s": cpu - inner_cpu,
+                            "wall_s": wall - inner_wall, "peak_rss_mb": rss})
     return wrapper
 
 
@@ -212,8 +213,10 @@ def report() -> str:
              "ε = 1, δ = 1e-9, seed 0; one child process per run (CPU and peak RSS from "
              "`wait4`; with `--engine dask`, CPU includes the LocalCluster's workers and the "
              "peak is the largest single process). Phases: CPU-s / peak RSS so far (MB) at the "
-             "phase's end; `output` is sampling, decoding and writing. Labels name the commit "
-             "measured; `before` is the in-memory path of the commit before issue 21's work "
+             "phase's end; `output` is sampling, decoding and writing; with `--engine stream` "
+             "(session 12 on), `read` is the one pass that reads the file and counts the "
+             "mechanism's whole batch of marginals, taken out of `mechanism`. Labels name the "
+             "commit measured; `before` is the in-memory path of the commit before issue 21's work "
              "(its AIM 10^7 run was stopped for time: issue 21 recorded 4.2 GB).", "",
              "| label | N | mechanism | options | exit | CPU s | wall s | peak RSS MB | "
              "read | mechanism | output |",

@@ -38,7 +38,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-__all__ = ["CountedTable", "DEFAULT_BATCH_BYTES", "FileTable", "batch_bytes", "file_sha256"]
+__all__ = ["CountedTable", "DEFAULT_BATCH_BYTES", "FileTable", "batch_bytes", "count_file",
+           "file_sha256"]
 
 #: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
 #: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
@@ -169,25 +170,35 @@ class FileTable(CountedTable):
         return f"FileTable({str(self._path)!r}, domain={self._domain!r})"
 
     def _count(self, shape: list[int], subsets: list[list[int]]) -> tuple[list, str]:
-        from dpcore import _core
-        from dpcore.encoding import RestartRead, iter_codes
-        whole = self._columns == list(range(len(self._schema.names)))
-        while True:
-            totals: list[np.ndarray] | None = None
-            try:
-                for codes in iter_codes(self._path, self._schema, engine=self._engine,
-                                        **self._options):
-                    if not whole:
-                        codes = np.ascontiguousarray(codes[:, self._columns])
-                    part = _core.count_marginals(codes, shape, subsets)
-                    if totals is None:
-                        totals = part
-                    else:
-                        for total, t in zip(totals, part):
-                            total += t
-                break
-            except RestartRead:
-                # the pyarrow reader met a quote past its first chunk: the counts so far are
-                # dropped, and this pass (and every later one) reads with pandas
-                self._engine = "pandas"
-        return totals or [], file_sha256(self._path)
+        return count_file(self._path, self._schema, self._columns, shape, subsets,
+                          engine=self._engine, **self._options)
+
+
+def count_file(path: str | os.PathLike, schema: Any, columns: list[int], shape: list[int],
+               subsets: list[list[int]], *, engine: str = "auto", **options: Any
+               ) -> tuple[list, str]:
+    """One pass over a file, chunk by chunk (:func:`dpcore.encoding.iter_codes` with
+    ``engine`` and ``options``): the summed count tables of ``subsets`` (axes of ``shape``)
+    over the codes' ``columns``, and the file's SHA-256. Memory: one chunk and the tables.
+    What :class:`FileTable` and the Dask engine's workers run."""
+    from dpcore import _core
+    from dpcore.encoding import RestartRead, iter_codes
+    whole = list(columns) == list(range(len(schema.names)))
+    while True:
+        totals: list[np.ndarray] = []
+        try:
+            for k, codes in enumerate(iter_codes(path, schema, engine=engine, **options)):
+                if not whole:
+                    codes = np.ascontiguousarray(codes[:, columns])
+                part = _core.count_marginals(codes, shape, subsets)
+                if k == 0:
+                    totals = part
+                else:
+                    for total, t in zip(totals, part):
+                        total += t
+            break
+        except RestartRead:
+            # the pyarrow reader met a quote past its first chunk: the counts so far are
+            # dropped, and the pass starts over with pandas
+            engine = "pandas"
+    return totals, file_sha256(path)

@@ -3,11 +3,11 @@
 A :class:`DistributedTable` stands where a :class:`~dpcore.dataset.Dataset` stands for the
 :class:`~dpcore.curator.Curator` (it has ``domain``, ``weights`` and ``marginals``), over data
 that never reaches the driver: a list (or glob) of CSV/Parquet files, or a Dask DataFrame of
-raw values. Each partition (a file, or a DataFrame partition) is read, encoded with the public
-schema (:func:`dpcore.encoding.read_codes` / :func:`~dpcore.encoding.encode_frame`, as strict
-as the one-machine path) and counted with the compiled kernel inside a worker; the partial
-tables are summed in the workers by a tree of additions, and the driver receives the total
-tables only. Counts add exactly across row partitions (integers below 2^53 in float64), so
+raw values. Each partition (a file, read chunk by chunk by :func:`dpcore.counted.count_file`,
+or a DataFrame partition, by :func:`~dpcore.encoding.encode_frame`) is encoded with the public
+schema, as strictly as on one machine, and counted with the compiled kernel inside a worker;
+the partial tables are summed in the workers by a tree of additions, and the driver receives
+the total tables only. Counts add exactly across row partitions (integers below 2^53 in float64), so
 the tables are the one-machine tables, bit for bit.
 
 Batching, the cache and the input digest (SHA-256 over the partitions' own digests, for
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcore.counted import DEFAULT_BATCH_BYTES, CountedTable, file_sha256
+from dpcore.counted import DEFAULT_BATCH_BYTES, CountedTable, count_file
 from dpcore.errors import InvalidArgumentError
 
 __all__ = ["ClusterError", "DistributedTable", "DEFAULT_BATCH_BYTES", "expand_paths", "local_client",
@@ -86,10 +86,9 @@ def _count_codes(codes: np.ndarray, shape: list[int], subsets: list[list[int]]) 
 
 def _file_part(path: str, schema: Any, columns: list[int], shape: list[int],
                subsets: list[list[int]], sep: str) -> tuple[list, str]:
-    """Read, encode and count one file in a worker: (tables, the file's SHA-256)."""
-    from dpcore.encoding import read_codes
-    codes = read_codes(path, schema, sep=sep)[:, columns]
-    return _count_codes(codes, shape, subsets), file_sha256(path)
+    """Read, encode and count one file in a worker, chunk by chunk (memory: one chunk and
+    the tables): (tables, the file's SHA-256)."""
+    return count_file(path, schema, columns, shape, subsets, sep=sep)
 
 
 def _frame_part(frame: Any, schema: Any, columns: list[int], shape: list[int],

@@ -62,7 +62,8 @@ def small(data):
     return out, schema
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(chunk_rows=st.integers(7, 500), block=st.integers(1500, 60_000),
        engine=st.sampled_from(["auto", "pandas"]))
 def test_iter_codes_concatenates_to_read_codes(small, monkeypatch, chunk_rows, block, engine):

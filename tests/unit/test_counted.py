@@ -244,3 +244,49 @@ def test_cli_auto_reads_in_memory_when_the_batch_does_not_fit(data, tmp_path, mo
                  "--mechanism", "mst", "--epsilon", "1", "--delta", "1e-9", "--seed", "3",
                  "--quiet", "--out", str(tmp_path / "o.csv"),
                  "--ledger", str(tmp_path / "l.json")]) == 0
+
+
+RULED = {"columns": {
+    "AGE": {"type": "numeric", "lower": 0, "upper": 59, "integer": True, "bins": [0, 16, 30, 59]},
+    "IND": {"type": "categorical", "categories": ["N", "a1", "a2", "b1"]},
+    "CAT": {"type": "categorical", "categories": ["N", "A", "B"]}},
+    "constraints": [{"type": "derived", "name": "industry", "column": "CAT", "from": "IND",
+                     "map": {"N": "N", "a1": "A", "a2": "A", "b1": "B"}}]}
+
+
+@pytest.mark.parametrize("name", ["mst", "aim"])
+def test_fit_file_with_a_derived_column_and_parquet(tmp_path, name):
+    """MST's curator holds the measured columns only (the file's columns are picked per
+    chunk), AIM's all of them (it measures the derived one as a coarsening); a Parquet file
+    is read in row groups. Both as in memory."""
+    from dpcore.schema import Schema
+    pytest.importorskip("pyarrow")
+    schema = Schema.from_dict(RULED)
+    rng = np.random.default_rng(0)
+    age = rng.integers(0, 60, 1200)
+    ind = rng.choice(["N", "a1", "a2", "b1"], 1200)
+    df = pd.DataFrame({"AGE": age.astype(str), "IND": ind,
+                       "CAT": pd.Series(ind).map(RULED["constraints"][0]["map"])})
+    df.to_csv(tmp_path / "r.csv", index=False)
+    df.to_parquet(tmp_path / "r.parquet", index=False, row_group_size=500)
+    mem = _fit(name, "codes", tmp_path / "r.csv", schema)
+    for path in (tmp_path / "r.csv", tmp_path / "r.parquet"):
+        got = _fit(name, "file", path, schema, chunk_rows=300)
+        assert [(e.event, e.rho, e.what) for e in got.ledger.charges] == \
+            [(e.event, e.rho, e.what) for e in mem.ledger.charges]
+        pd.testing.assert_frame_equal(got.sample(), mem.sample())
+        assert got.data_passes_ == 1
+
+
+def test_a_bad_file_leaves_a_continued_ledger_as_it_was(data, tmp_path):
+    from dpcore.accounting import PrivacyFilter
+    path, schema = data
+    bad = _bad_files(path, tmp_path)["value"]
+    ledger = tmp_path / "lifetime.json"
+    PrivacyFilter.from_approx_dp(4.0, 1e-9, ledger_path=ledger).close()
+    before = ledger.read_bytes()
+    synth = Synthesizer.create("aim", epsilon=1.0, delta=1e-9, seed=1, progress=False,
+                               ledger_path=ledger, continue_ledger=True)
+    with pytest.raises(EncodingError, match="row 2000"):
+        synth.fit_file(bad, schema)
+    assert ledger.read_bytes() == before and Ledger.load(ledger).spent == 0

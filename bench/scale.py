@@ -5,7 +5,8 @@ replacement to N rows and written to a CSV on disk (``make``; keep it outside th
 Each run is one child process running the command line in-process (``dpcore.cli.main``), with
 timers around the phases it goes through:
 
-* ``read``      reading and encoding the CSV (``dpcore.encoding.read_codes``),
+* ``read``      reading and encoding the CSV (``dpcore.encoding.read_codes``; with
+                ``--engine stream`` or ``dask``, the one pass that counts the batch),
 * ``mechanism`` the fit (``Synthesizer.fit_codes``): counting, noise,
                 estimation, and the mechanism's own synthetic sample,
 * ``output``    sampling, decoding and writing the CSV (``Synthesizer.sample`` then
@@ -118,28 +119,43 @@ def make_parts(rows: int, directory: str, parts: int) -> str:
 _PHASES: list[dict] = []
 
 
+_OPEN: list[list[float]] = []     # per running phase: CPU and wall of the phases inside it
+
+
 def _timed(phase: str, fn):
+    """``fn`` timed as ``phase``; a phase inside another (the stream engine's one counting
+    pass, "read", inside its fit, "mechanism") is taken out of the outer one's time."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         cpu, wall = time.process_time(), time.perf_counter()
+        _OPEN.append([0.0, 0.0])
         try:
             return fn(*args, **kwargs)
         finally:
-            _PHASES.append({"phase": phase, "cpu_s": time.process_time() - cpu,
-                            "wall_s": time.perf_counter() - wall,
-                            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+            inner_cpu, inner_wall = _OPEN.pop()
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            if _OPEN:
+                _OPEN[-1][0] += cpu
+                _OPEN[-1][1] += wall
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            _PHASES.append({"phase": phase, "cpu_s": cpu - inner_cpu,
+                            "wall_s": wall - inner_wall, "peak_rss_mb": rss})
     return wrapper
 
 
 def child(argv: list[str], phases_out: str) -> int:
     """Run ``dpcore`` with timers around its phases; the phases go to ``phases_out``."""
     sys.path.insert(0, ROOT)
+    import dpcore.counted as counted
     import dpcore.encoding as encoding
     from mechanisms.synthesizer import Synthesizer
-    # the streaming writer samples and decodes inside write_table: one "output" phase then
+    # the streaming writer samples and decodes inside write_table: one "output" phase then;
+    # the stream and Dask engines read in their prefetch (a pass counting the batch), which
+    # is "read" (a marginal outside the batch is counted inside "mechanism")
     targets = [(encoding, "read_codes", "read"), (encoding, "write_table", "output"),
                (Synthesizer, "fit_codes", "mechanism"), (Synthesizer, "sample", "output"),
-               (Synthesizer, "fit_distributed", "mechanism")]
+               (Synthesizer, "fit_distributed", "mechanism"),
+               (Synthesizer, "fit_file", "mechanism"), (counted.CountedTable, "prefetch", "read")]
     for owner, name, phase in targets:
         if hasattr(owner, name):
             setattr(owner, name, _timed(phase, getattr(owner, name)))
@@ -197,8 +213,10 @@ def report() -> str:
              "ε = 1, δ = 1e-9, seed 0; one child process per run (CPU and peak RSS from "
              "`wait4`; with `--engine dask`, CPU includes the LocalCluster's workers and the "
              "peak is the largest single process). Phases: CPU-s / peak RSS so far (MB) at the "
-             "phase's end; `output` is sampling, decoding and writing. Labels name the commit "
-             "measured; `before` is the in-memory path of the commit before issue 21's work "
+             "phase's end; `output` is sampling, decoding and writing; with `--engine stream` "
+             "(session 12 on), `read` is the one pass that reads the file and counts the "
+             "mechanism's whole batch of marginals, taken out of `mechanism`. Labels name the "
+             "commit measured; `before` is the in-memory path of the commit before issue 21's work "
              "(its AIM 10^7 run was stopped for time: issue 21 recorded 4.2 GB).", "",
              "| label | N | mechanism | options | exit | CPU s | wall s | peak RSS MB | "
              "read | mechanism | output |",

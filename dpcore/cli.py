@@ -273,8 +273,9 @@ def _synth(args: argparse.Namespace) -> int:
         # is kept by rejecting whole records in sequence (Synthesizer.write_partitioned)
         raise CliError(f"--out {args.out!r} (a partitioned dataset) cannot hold a schema with "
                        f"rules ({len(schema.constraints)} here); name a file to write one table")
-    if args.engine == "dask" and args.mechanism not in DASK_MECHANISMS:
-        raise CliError(f"--engine dask runs {', '.join(DASK_MECHANISMS)}, not {args.mechanism}")
+    if args.engine in ("dask", "stream") and args.mechanism not in DASK_MECHANISMS:
+        raise CliError(f"--engine {args.engine} runs {', '.join(DASK_MECHANISMS)}, not "
+                       f"{args.mechanism}")
     if args.scheduler is not None and args.engine != "dask":
         raise CliError("--scheduler applies to --engine dask")
     options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
@@ -311,6 +312,7 @@ def _synth(args: argparse.Namespace) -> int:
     # information only, before the data is read; fit_codes plans again before its first charge.
     synth.plan(schema, rows=args.rows)
     _check_free_space(args.out, args.rows, len(schema.names))
+    engine = _resolve_engine(args, synth, schema)
 
     if args.seed is not None and not args.quiet:
         print("dpcore: note: --seed fixes the noise; use it for tests and demos, never for a "
@@ -320,8 +322,8 @@ def _synth(args: argparse.Namespace) -> int:
         transform = synth.prepare(schema)      # from the public data only; reads no records
         codes = _read_transformed(data_path, transform, args.delimiter)
         schema = transform.schema
-    elif args.engine == "dask":
-        codes = None   # the workers read the records; this process sees count tables only
+    elif engine in ("dask", "stream"):
+        codes = None   # read chunk by chunk and counted (in the workers, or here) by the fit
     else:
         codes = read_codes(data_path, schema, sep=args.delimiter, debug=args.debug)
     from dpcore.accounting import approx_dp_to_zcdp
@@ -334,9 +336,12 @@ def _synth(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"round {record.index + 1} {'x'.join(record.clique)}")
 
     try:
-        if args.engine == "dask":
+        if engine == "dask":
             client = _fit_on_cluster(args, synth, data_path, schema, on_round,
                                      keep_client=partitioned)
+        elif engine == "stream":
+            synth.fit_file(data_path, schema, sep=args.delimiter, debug=args.debug,
+                           callback=on_round, rows=args.rows, keep_open=True)
         else:
             synth.fit_codes(codes, schema, callback=on_round, rows=args.rows, keep_open=True,
                             input_sha256=_file_sha256(data_path))
@@ -370,6 +375,19 @@ def _synth(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print_summary(args, synth, rows, elapsed)
     return EXIT_OK
+
+
+def _resolve_engine(args: argparse.Namespace, synth: Any, schema: Any) -> str:
+    """``--engine auto``: stream when the mechanism reads marginals only and every marginal it
+    can ask for fits in one counted batch (one pass over the file, memory bounded whatever
+    the row count), else memory (the codes held whole; nist-mst's transform, mechanisms that
+    read records, batches over the cap that would cost a pass per marginal)."""
+    if args.engine != "auto":
+        return args.engine
+    if args.mechanism in DASK_MECHANISMS and synth.reads_marginals_only \
+            and synth.batch_fits(schema, rows=args.rows):
+        return "stream"
+    return "memory"
 
 
 def _partitioned_out(args: argparse.Namespace) -> bool:
@@ -828,10 +846,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=int, help="privpgd: epochs (default 1000)")
     s.add_argument("--lr", type=float, help="privpgd: initial learning rate (default 0.1)")
     s.add_argument("--delimiter", default=",", help="CSV delimiter")
-    s.add_argument("--engine", choices=("memory", "dask"), default="memory",
-                   help="memory: read --data here (default); dask: --data is a glob or "
-                        "directory of CSV/Parquet files that Dask workers read and count "
-                        "(aim, mst, mwem, independent; pip install 'dpcore[dask]')")
+    s.add_argument("--engine", choices=("auto", "memory", "stream", "dask"), default="auto",
+                   help="auto (default): stream when the mechanism can, else memory; "
+                        "memory: read --data here into one code array (memory grows with the "
+                        "rows); stream: read --data here chunk by chunk and count every "
+                        "marginal the mechanism can ask for in one pass (aim, mst, mwem, "
+                        "independent; memory grows with the model, not the rows; a batch "
+                        "over 256 MiB costs a pass per further marginal); dask: --data is a "
+                        "glob or directory of CSV/Parquet files that Dask workers read and "
+                        "count (aim, mst, mwem, independent; pip install 'dpcore[dask]')")
     s.add_argument("--scheduler", help="with --engine dask: the address of a running Dask "
                    "scheduler (default: a LocalCluster sized to this machine)")
     s.add_argument("--out", required=True, help="synthetic CSV (or .parquet) to write; with "

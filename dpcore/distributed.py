@@ -3,22 +3,18 @@
 A :class:`DistributedTable` stands where a :class:`~dpcore.dataset.Dataset` stands for the
 :class:`~dpcore.curator.Curator` (it has ``domain``, ``weights`` and ``marginals``), over data
 that never reaches the driver: a list (or glob) of CSV/Parquet files, or a Dask DataFrame of
-raw values. Each partition (a file, or a DataFrame partition) is read, encoded with the public
-schema (:func:`dpcore.encoding.read_codes` / :func:`~dpcore.encoding.encode_frame`, as strict
-as the one-machine path) and counted with the compiled kernel inside a worker; the partial
-tables are summed in the workers by a tree of additions, and the driver receives the total
-tables only. Counts add exactly across row partitions (integers below 2^53 in float64), so
+raw values. Each partition (a file, read chunk by chunk by :func:`dpcore.counted.count_file`,
+or a DataFrame partition, by :func:`~dpcore.encoding.encode_frame`) is encoded with the public
+schema, as strictly as on one machine, and counted with the compiled kernel inside a worker;
+the partial tables are summed in the workers by a tree of additions, and the driver receives
+the total tables only. Counts add exactly across row partitions (integers below 2^53 in float64), so
 the tables are the one-machine tables, bit for bit.
 
-Batching: :meth:`DistributedTable.prefetch` counts, in one pass over the data, every marginal
-a mechanism can ask for (MST: the 1-way and 2-way marginals; AIM: the downward closure of its
-workload) when their cells fit under a cap; later :meth:`marginals` calls are answered from
-that cache, and a marginal outside it costs one more pass. The prefetch also returns a digest
-of the input (SHA-256 over the partitions' own digests), for the ledger's input commitment.
-It releases nothing and is not charged: the tables stay inside the privacy boundary (the
-curator that holds this object), which charges each release before answering it. Because it
-runs before the first charge, a failed count (a bad value, a worker lost more often than the
-scheduler retries) fails the run with nothing spent.
+Batching, the cache and the input digest (SHA-256 over the partitions' own digests, for
+the ledger's input commitment) are :class:`dpcore.counted.CountedTable`'s, shared with the
+one-machine :class:`~dpcore.counted.FileTable`: one pass before the ledger opens counts every
+marginal the mechanism can ask for, so a failed count (a bad value, a worker lost more often
+than the scheduler retries) fails the run with nothing spent.
 
 Dask (``pip install 'dpcore[dask]'``) is imported here and nowhere else, lazily.
 """
@@ -32,15 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from dpcore.counted import DEFAULT_BATCH_BYTES, CountedTable, count_file
 from dpcore.errors import InvalidArgumentError
 
 __all__ = ["ClusterError", "DistributedTable", "DEFAULT_BATCH_BYTES", "close_client",
            "expand_paths", "local_client", "require_dask"]
-
-#: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
-#: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
-#: and then each marginal is counted when first asked for (one pass each).
-DEFAULT_BATCH_BYTES = 256 * 2 ** 20
 
 
 class ClusterError(InvalidArgumentError):
@@ -103,14 +95,9 @@ def _count_codes(codes: np.ndarray, shape: list[int], subsets: list[list[int]]) 
 
 def _file_part(path: str, schema: Any, columns: list[int], shape: list[int],
                subsets: list[list[int]], sep: str) -> tuple[list, str]:
-    """Read, encode and count one file in a worker: (tables, the file's SHA-256)."""
-    from dpcore.encoding import read_codes
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    codes = read_codes(path, schema, sep=sep)[:, columns]
-    return _count_codes(codes, shape, subsets), digest.hexdigest()
+    """Read, encode and count one file in a worker, chunk by chunk (memory: one chunk and
+    the tables): (tables, the file's SHA-256)."""
+    return count_file(path, schema, columns, shape, subsets, sep=sep)
 
 
 def _frame_part(frame: Any, schema: Any, columns: list[int], shape: list[int],
@@ -133,7 +120,7 @@ def _lift(part: tuple[list, str]) -> tuple[list, list]:
 
 
 # ---------------------------------------------------------------- driver side
-class DistributedTable:
+class DistributedTable(CountedTable):
     """Records on a Dask cluster, counted there (see the module docstring).
 
     ``source``: a glob, a directory or a list of CSV/Parquet files (each read by a worker,
@@ -144,21 +131,14 @@ class DistributedTable:
     local scheduler counts in this process, which then reads the raw rows itself).
     """
 
-    weights = None     # records count once each: sensitivity 1, as for an unweighted Dataset
+    input_error = ClusterError
 
     def __init__(self, source: Any, schema: Any, *, measured: Any = None, client: Any = None,
                  sep: str = ",", batch_bytes: int = DEFAULT_BATCH_BYTES) -> None:
         self._dask = require_dask()
-        self._schema = schema
-        measured = measured or schema
-        self._domain = measured.domain()
-        self._columns = [schema.names.index(n) for n in measured.names]
+        super().__init__(schema, measured=measured, batch_bytes=batch_bytes)
         self._client = client
         self._sep = sep
-        self._batch_bytes = int(batch_bytes)
-        self._cache: dict[tuple[str, ...], np.ndarray] = {}
-        self.passes = 0           # passes over the data so far (public: a count of calls)
-        self._digest: str | None = None   # the first pass's input digest (the ledger's)
         if hasattr(source, "to_delayed"):
             self._files: list[str] | None = None
             self._frame = source
@@ -167,22 +147,15 @@ class DistributedTable:
             self._frame = None
 
     @property
-    def domain(self):
-        return self._domain
-
-    @property
     def partitions(self) -> int:
         return len(self._files) if self._files is not None else self._frame.npartitions
 
     def __repr__(self) -> str:
         return f"DistributedTable(partitions={self.partitions}, domain={self._domain!r})"
 
-    def _pass(self, cliques: Sequence[tuple[str, ...]]) -> tuple[list[np.ndarray], str]:
-        """One pass over every partition: the tables of ``cliques`` (canonical order) and
-        the input digest."""
+    def _count(self, shape: list[int], subsets: list[list[int]]) -> tuple[list, str]:
+        """One pass over every partition, summed in the workers by a tree of additions."""
         from dask import delayed
-        shape = list(self._domain.shape)
-        subsets = [list(self._domain.axes(c)) for c in cliques]
         if self._files is not None:
             parts = [delayed(_file_part)(p, self._schema, self._columns, shape, subsets,
                                          self._sep) for p in self._files]
@@ -204,47 +177,4 @@ class DistributedTable:
         except Exception as exc:    # a lost worker (KilledWorker), a cancelled task, ...
             raise ClusterError(f"counting on the cluster failed ({type(exc).__name__}): "
                                f"{str(exc)[:200]}") from None
-        self.passes += 1
-        whole = hashlib.sha256("\n".join(digests).encode()).hexdigest()
-        if self._digest is None:
-            self._digest = whole
-        elif whole != self._digest:
-            # one run, one input: a later pass over changed files must not mix two datasets
-            raise ClusterError(f"the input changed between passes over the data (digest "
-                               f"{whole[:12]} after {self._digest[:12]}); rerun on a fixed input")
-        return [np.asarray(t, dtype=np.float64).reshape(self._domain.project(c).shape)
-                for t, c in zip(tables, cliques)], whole
-
-    def prefetch(self, cliques: Sequence[Sequence[str]]) -> str:
-        """Count ``cliques`` (those that fit under the batch cap, smallest first) in one pass
-        and keep them; returns the input digest. Reads data, releases nothing."""
-        wanted = []
-        for c in cliques:
-            key = tuple(self._domain.canonical(c))
-            if key not in self._cache and key not in wanted:
-                wanted.append(key)
-        wanted.sort(key=lambda c: (self._domain.size(c), c))
-        batch, cells = [], 0
-        for c in wanted:
-            cells += self._domain.size(c)
-            if cells * 8 > self._batch_bytes:
-                break
-            batch.append(c)
-        tables, digest = self._pass(batch)
-        self._cache.update(zip(batch, tables))
-        return digest
-
-    def marginals(self, attr_sets) -> list:
-        """Count tables (Factors) over each attribute tuple: from the prefetched cache, the
-        rest in one more pass."""
-        from dpcore.factor import Factor
-        keys = [tuple(self._domain.canonical(a)) for a in attr_sets]
-        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
-        if missing:
-            tables, _ = self._pass(missing)
-            self._cache.update(zip(missing, tables))
-        out = []
-        for attrs, key in zip(attr_sets, keys):
-            factor = Factor(self._domain.project(key), self._cache[key])
-            out.append(factor if tuple(attrs) == key else factor.transpose(tuple(attrs)))
-        return out
+        return tables, hashlib.sha256("\n".join(digests).encode()).hexdigest()

@@ -578,23 +578,33 @@ def _block_chunks(path: Path, sep: str, engine: str) -> Iterator[pd.DataFrame] |
                                      parse=arrowio.parse_block if engine == "pyarrow" else None)
 
 
-def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
+class RestartRead(Exception):
+    """:func:`iter_codes` (engine ``"auto"``) met text the block reader does not read (a
+    quote, a bare carriage return, a blank line) after it had yielded chunks of the file:
+    the consumer discards every chunk it got and reads the file again with
+    ``engine="pandas"`` (:func:`read_codes` and :class:`dpcore.counted.FileTable` do)."""
+
+
+def iter_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
                chunk_rows: int = DEFAULT_CHUNK_ROWS, debug: bool = False,
-               engine: str = "auto") -> np.ndarray:
-    """Read and encode a table chunk by chunk. Memory: one chunk, its columns held as pandas
-    categories (each distinct text once), plus the compact code array (10 M rows x 15
-    columns of uint8 is 150 MB). ``debug=True`` puts the offending
-    value in an error (sensitive data).
+               engine: str = "auto") -> Iterator[np.ndarray]:
+    """Read and encode a table chunk by chunk: yields ``k x d`` code arrays (dtype
+    ``schema.code_dtype()``, schema order) whose concatenation is :func:`read_codes`' array.
+    Memory: one chunk, its columns held as pandas categories (each distinct text once), and
+    its codes. ``debug=True`` puts the offending value in an error (sensitive data).
 
     ``engine``: ``"auto"`` splits a CSV that holds no quote, no blank line and no bare
     carriage return with the compiled splitter (:mod:`dpcore.csvblocks`; blocks of 32 MiB of
     lines, not ``chunk_rows``), and reads any other file (and Parquet) with pandas;
     ``"compiled"`` and ``"pyarrow"`` (pyarrow's parser, where installed) split plain CSVs only
-    and refuse other files; ``"pandas"`` reads every file with pandas. All give the same codes and, for a
-    bad file, the same error: with a block reader, the row check runs when splitting or
-    encoding fails, so a ragged row is still reported before a bad value, and within a chunk
-    the earliest bad row is reported (:func:`encode_frame`), so the chunking does not
-    matter."""
+    and refuse other files; ``"pandas"`` reads every file with pandas. All give the same
+    codes and, for a bad file, the same error: with a block reader, the row check runs when
+    splitting or encoding fails, so a ragged row is still reported before a bad value, and
+    within a chunk the earliest bad row is reported (:func:`encode_frame`), so the chunking
+    does not matter. A block reader finds a quote only when it reaches it: before the first
+    chunk ``"auto"`` turns to pandas itself; after, it raises :class:`RestartRead` (the
+    chunks so far are the file's, but the rest must come from the pandas reader, which
+    checks every row's field count before it yields anything)."""
     if engine not in READ_ENGINES:
         raise InvalidArgumentError(f"engine must be one of {READ_ENGINES}, got {engine!r}")
     chunks = _block_chunks(Path(path), sep, engine) if engine != "pandas" else None
@@ -602,49 +612,67 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
         raise InvalidArgumentError(f"{path}: the {engine} reader needs "
                                    f"{'pyarrow and ' if engine == 'pyarrow' else ''}a CSV "
                                    f"(without quotes, bare carriage returns or blank lines)")
+    return _iter_codes(path, schema, sep, chunk_rows, debug, engine, chunks)
+
+
+def _iter_codes(path: Any, schema: Schema, sep: str, chunk_rows: int, debug: bool,
+                engine: str, chunks: Iterator[pd.DataFrame] | None) -> Iterator[np.ndarray]:
     if chunks is not None:
-        from dpcore.csvblocks import NotPlainText
+        from dpcore.csvblocks import CsvBlockError, NotPlainText
+        sep = check_delimiter(sep)
+        yielded = False
         try:
-            return _read_blocks(Path(path), schema, check_delimiter(sep), chunks, debug)
+            for codes in _encode_each(path, schema, chunks, debug):
+                yielded = True
+                yield codes
+            return
         except NotPlainText:            # quoted text, or a bare CR: pandas reads it
             if engine in ("pyarrow", "compiled"):
                 raise InvalidArgumentError(f"{path}: the {engine} reader reads CSVs without "
                                            f"quotes, bare carriage returns or blank lines") from None
-    return _encode_chunks(path, schema, iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows,
-                                                          typed=True), debug)
+            if yielded:
+                raise RestartRead(f"{path}: read it again with engine='pandas'") from None
+        # The pandas path checks every row's field count before it encodes anything; here
+        # the check runs only when something fails, and raises first if it finds a ragged
+        # row (or bad UTF-8), so the error is the same.
+        except CsvBlockError as err:
+            _check_rows(Path(path), sep, len(_read_header(Path(path), sep)))
+            raise EncodingError(f"{path}: malformed CSV: {err}") from None
+        except EncodingError:
+            _check_rows(Path(path), sep, len(_read_header(Path(path), sep)))
+            raise
+    yield from _encode_each(path, schema, iter_table_chunks(path, sep=sep, chunk_rows=chunk_rows,
+                                                             typed=True), debug)
 
 
-def _read_blocks(path: Path, schema: Schema, sep: str, chunks: Iterator[pd.DataFrame],
-                 debug: bool) -> np.ndarray:
-    """:func:`_encode_chunks` over a block reader's chunks. The pandas path checks every
-    row's field count before it encodes anything; here the check runs only when something
-    fails, and raises first if it finds a ragged row (or bad UTF-8), so the error is the
-    same."""
-    from dpcore.csvblocks import CsvBlockError
+def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
+               chunk_rows: int = DEFAULT_CHUNK_ROWS, debug: bool = False,
+               engine: str = "auto") -> np.ndarray:
+    """The whole table's ``N x d`` code array: :func:`iter_codes`' chunks, concatenated (the
+    readers, rules and errors are its). Memory: one chunk plus the compact code array
+    (10 M rows x 15 columns of uint8 is 150 MB)."""
+    options = {"sep": sep, "chunk_rows": chunk_rows, "debug": debug}
     try:
-        return _encode_chunks(path, schema, chunks, debug)
-    except CsvBlockError as err:
-        _check_rows(path, sep, len(_read_header(path, sep)))
-        raise EncodingError(f"{path}: malformed CSV: {err}") from None
-    except EncodingError:
-        _check_rows(path, sep, len(_read_header(path, sep)))
-        raise
+        parts = list(iter_codes(path, schema, engine=engine, **options))
+    except RestartRead:
+        parts = list(iter_codes(path, schema, engine="pandas", **options))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _encode_chunks(path: Any, schema: Schema, chunks: Iterable[pd.DataFrame], debug: bool
-                   ) -> np.ndarray:
-    parts: list[np.ndarray] = []
+def _encode_each(path: Any, schema: Schema, chunks: Iterable[pd.DataFrame], debug: bool
+                 ) -> Iterator[np.ndarray]:
+    """Each chunk's codes; errors name the file, and a table without rows is an error."""
     rows = 0
     for chunk in chunks:
         try:
-            parts.append(encode_frame(chunk, schema, row_offset=rows, debug=debug))
+            codes = encode_frame(chunk, schema, row_offset=rows, debug=debug)
         except EncodingError as err:
             raise EncodingError(f"{path}: {err}", column=err.column, row=err.row,
                                 value=err.value) from None
         rows += len(chunk)
+        yield codes
     if rows == 0:
         raise EncodingError(f"{path}: the table has a header but no data rows")
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _bin_integer_range(col: NumericColumn, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -93,6 +93,9 @@ class Synthesizer(abc.ABC):
     # True: the mechanism reads derived columns from the data and measures marginals holding
     # them as coarsenings of their parents (mechanisms.coarsen); False: it never sees them.
     measures_derived: ClassVar[bool] = False
+    # True: the mechanism reads the data through marginals only (a counted table will do:
+    # fit_file, fit_distributed); False: it needs the records themselves
+    reads_marginals_only: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
@@ -229,6 +232,56 @@ class Synthesizer(abc.ABC):
         digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
         return self._fit_dataset(table, schema, plan, digest, callback=callback,
                                  keep_open=keep_open)
+
+    def fit_file(self, path: str | os.PathLike, schema: SchemaLike, *, sep: str = ",",
+                 chunk_rows: int | None = None, debug: bool = False, engine: str = "auto",
+                 batch_bytes: int | None = None,
+                 callback: Callable[[RoundRecord], None] | None = None,
+                 rows: int | None = None, keep_open: bool = False) -> "Synthesizer":
+        """Run on one CSV/Parquet file read chunk by chunk in this process, never held whole
+        (:class:`dpcore.counted.FileTable`): memory grows with the model and the chunk, not
+        with the row count. Every marginal the mechanism can ask for (:meth:`batch_cliques`,
+        up to ``batch_bytes`` of tables, default 256 MiB) is counted in one pass *before* the
+        ledger is opened, so a bad file (a bad value, a ragged row: the errors of
+        :func:`dpcore.encoding.read_codes`, which takes the same ``sep``, ``chunk_rows``,
+        ``debug`` and ``engine``) raises with no ledger entry and nothing spent. A marginal
+        outside the batch costs one more pass, after its charge. For a fixed seed the ledger's
+        charges, the model and the synthetic rows are those of :meth:`fit_codes` on the
+        file's codes with the file's SHA-256 as ``input_sha256`` (the CLI's memory engine).
+        ``data_passes_`` then holds the passes made over the file. Mechanisms that read
+        records rather than marginals (``reads_marginals_only`` False) are refused."""
+        from dpcore.counted import DEFAULT_BATCH_BYTES, FileTable
+
+        if self.result_ is not None:
+            raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
+                                       "spent); create a new one")
+        if not self.reads_marginals_only:
+            raise InvalidArgumentError(f"{self.name} reads records, not only marginals: fit it "
+                                       f"on the codes (fit_codes) instead of fit_file")
+        schema = as_schema(schema)
+        plan = self.plan(schema, rows=rows)   # a refused plan reads nothing, spends nothing
+        data_schema = self._data_schema(schema)
+        table = FileTable(path, schema, measured=data_schema, sep=sep, chunk_rows=chunk_rows,
+                          debug=debug, engine=engine,
+                          batch_bytes=DEFAULT_BATCH_BYTES if batch_bytes is None else batch_bytes)
+        digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
+        try:
+            return self._fit_dataset(table, schema, plan, digest, callback=callback,
+                                     keep_open=keep_open)
+        finally:
+            # the count only: the table itself (exact counts) must not outlive the fit
+            self.data_passes_ = table.passes
+
+    def batch_fits(self, schema: SchemaLike, *, rows: int | None = None,
+                   batch_bytes: int | None = None) -> bool:
+        """Whether every marginal this mechanism can ask for fits in one batch of
+        ``batch_bytes`` (default 256 MiB), so :meth:`fit_file` reads the file exactly once.
+        Public information only (the schema and the options)."""
+        from dpcore.counted import DEFAULT_BATCH_BYTES, batch_bytes as needed
+        schema = as_schema(schema)
+        domain = self._data_schema(schema).domain()
+        cap = DEFAULT_BATCH_BYTES if batch_bytes is None else batch_bytes
+        return needed(domain, self.batch_cliques(domain, self.plan(schema, rows=rows))) <= cap
 
     def batch_cliques(self, domain: Any, plan: Plan) -> list[tuple[str, ...]]:
         """The marginals this mechanism can read, counted up front by the Dask engine: here
@@ -629,6 +682,8 @@ class Synthesizer(abc.ABC):
 
 
 class _WorkloadSynthesizer(Synthesizer):
+    reads_marginals_only = True
+
     def __init__(self, epsilon: float, delta: float, *, workload: WorkloadSpec = "all-3way",
                  max_model_size: float | None = None, rounds: int | None = None,
                  **kwargs: Any) -> None:
@@ -691,6 +746,7 @@ class MST(Synthesizer):
     tree of pairs; fast and strong on 2-way statistics."""
 
     name = "mst"
+    reads_marginals_only = True
 
     def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
         from .plan import plan_mst
@@ -706,6 +762,7 @@ class Independent(Synthesizer):
     """Every 1-way marginal, columns sampled independently: the baseline."""
 
     name = "independent"
+    reads_marginals_only = True
 
     def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
         from .plan import plan_independent

@@ -1,0 +1,289 @@
+"""The stream engine (issue 21): one file read chunk by chunk and counted in this process
+(dpcore.counted.FileTable, Synthesizer.fit_file, dpcore synth --engine stream) gives the memory
+engine's marginals, charges and synthetic rows; a bad file spends nothing; iter_codes is
+read_codes, chunk by chunk."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpcore.csvblocks as csvblocks
+from dpcore import Dataset
+from dpcore.accounting import Ledger
+from dpcore.counted import FileTable, batch_bytes, file_sha256
+from dpcore.datasets import adult
+from dpcore.encoding import EncodingError, RestartRead, iter_codes, read_codes
+from dpcore.errors import InvalidArgumentError
+from mechanisms import Synthesizer
+
+ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Adult's first ROWS rows as a plain CSV (the block reader's), and its schema."""
+    df, schema = adult()
+    path = tmp_path_factory.mktemp("counted") / "adult.csv"
+    df.iloc[:ROWS].to_csv(path, index=False)
+    return path, schema
+
+
+def _small_blocks(monkeypatch, block_bytes: int) -> None:
+    """The block reader in blocks of ``block_bytes`` (many chunks from a small file)."""
+    monkeypatch.setattr(csvblocks, "CSV_BLOCK_BYTES", block_bytes)
+
+
+def _quoted_late(path, out, line: int):
+    """``path`` with one value quoted on data line ``line``: the same table, but the block
+    reader meets the quote only in a later block."""
+    lines = path.read_text().splitlines(keepends=True)
+    first, rest = lines[line].split(",", 1)
+    lines[line] = f'"{first}",{rest}'
+    out.write_text("".join(lines))
+    return out
+
+
+@pytest.fixture(scope="module")
+def small(data):
+    """The first 400 rows: many chunks of a few rows each, quickly."""
+    path, schema = data
+    out = path.with_name("small.csv")
+    out.write_text("".join(path.read_text().splitlines(keepends=True)[:401]))
+    return out, schema
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chunk_rows=st.integers(7, 500), block=st.integers(1500, 60_000),
+       engine=st.sampled_from(["auto", "pandas"]))
+def test_iter_codes_concatenates_to_read_codes(small, monkeypatch, chunk_rows, block, engine):
+    path, schema = small
+    whole = read_codes(path, schema, engine="pandas")
+    with monkeypatch.context() as m:
+        _small_blocks(m, block)
+        parts = list(iter_codes(path, schema, chunk_rows=chunk_rows, engine=engine))
+    assert all(p.dtype == whole.dtype and p.shape[1] == whole.shape[1] for p in parts)
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    if engine == "pandas":
+        assert max(len(p) for p in parts) <= chunk_rows
+    else:
+        assert len(parts) >= len(path.read_bytes()) // block - 1   # the block size held
+
+
+def test_a_late_quote_restarts_the_read(data, tmp_path, monkeypatch):
+    """The block reader meets a quote after yielding chunks: iter_codes raises RestartRead,
+    and read_codes and FileTable read again with pandas, counting nothing twice."""
+    path, schema = data
+    quoted = _quoted_late(path, tmp_path / "q.csv", 2500)
+    _small_blocks(monkeypatch, 20_000)
+    got = iter_codes(quoted, schema)
+    assert len(next(got)) > 0
+    with pytest.raises(RestartRead):
+        list(got)
+    whole = read_codes(path, schema, engine="pandas")
+    np.testing.assert_array_equal(read_codes(quoted, schema), whole)
+    table = FileTable(quoted, schema)
+    table.prefetch([("age",), ("sex", "income")])
+    want = Dataset(whole, schema.domain()).marginals([("age",), ("sex", "income")])
+    for g, w in zip(table.marginals([("age",), ("sex", "income")]), want):
+        np.testing.assert_array_equal(g.values, w.values)
+    assert table.passes == 1
+
+
+def test_file_table_counts_the_in_memory_marginals(data, monkeypatch):
+    path, schema = data
+    _small_blocks(monkeypatch, 30_000)              # several chunks
+    local = Dataset(read_codes(path, schema), schema.domain())
+    cliques = [("age",), ("income", "sex"), ("race", "sex", "workclass"), ("fnlwgt",)]
+    table = FileTable(path, schema)
+    assert table.prefetch(cliques[:2]) == file_sha256(path)
+    for got, want in zip(table.marginals(cliques), local.marginals(cliques)):
+        assert got.attributes == want.attributes
+        np.testing.assert_array_equal(got.values, want.values)
+    assert table.passes == 2                         # the prefetch, then one for the rest
+    table.marginals(cliques)
+    assert table.passes == 2
+
+
+def test_the_batch_cap_and_a_changed_input(data, tmp_path):
+    path, schema = data
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(path.read_bytes())
+    domain = schema.domain()
+    small = [("sex",), ("income",)]
+    table = FileTable(copy, schema, batch_bytes=batch_bytes(domain, small))
+    table.prefetch(small + [("age", "sex")])         # the pair does not fit: not counted
+    assert table.passes == 1
+    table.marginals(small)
+    assert table.passes == 1
+    copy.write_bytes(path.read_bytes().replace(b"Male", b"Female", 1))
+    with pytest.raises(InvalidArgumentError, match="input changed between passes"):
+        table.marginals([("age", "sex")])
+    with pytest.raises(InvalidArgumentError, match="batch_bytes"):
+        FileTable(copy, schema, batch_bytes=-1)
+
+
+def _fit(name, how, path, schema, **kwargs):
+    options = {"rounds": 15, "max_model_size": 1} if name == "aim" else {}
+    synth = Synthesizer.create(name, epsilon=1.0, delta=1e-9, seed=5, progress=False,
+                               **options)
+    if how == "file":
+        return synth.fit_file(path, schema, **kwargs)
+    return synth.fit_codes(read_codes(path, schema), schema, input_sha256=file_sha256(path))
+
+
+@pytest.mark.parametrize("name", ["mst", "aim"])
+def test_fit_file_is_the_memory_fit(data, name):
+    path, schema = data
+    mem = _fit(name, "codes", path, schema)
+    for batch in (None, 8 * 200):                   # one pass; then a pass per later marginal
+        got = _fit(name, "file", path, schema, batch_bytes=batch)
+        assert [(e.event, e.rho, e.what) for e in got.ledger.charges] == \
+            [(e.event, e.rho, e.what) for e in mem.ledger.charges]
+        assert got.input_sha256_ == mem.input_sha256_ == file_sha256(path)
+        pd.testing.assert_frame_equal(got.sample(), mem.sample())
+        if batch is None:
+            assert got.data_passes_ == 1
+            assert got.batch_fits(schema)
+        else:
+            assert got.data_passes_ > 1
+            assert not got.batch_fits(schema, batch_bytes=batch)
+
+
+def _bad_files(path, tmp_path):
+    lines = path.read_text().splitlines(keepends=True)
+    bad_value = lines[:]
+    bad_value[2000] = "1000," + bad_value[2000].split(",", 1)[1]   # age above its bound
+    ragged = lines[:]
+    ragged[2500] = ragged[2500].rstrip("\n") + ",extra\n"
+    quoted = bad_value[:]
+    quoted[5] = '"' + quoted[5].split(",", 1)[0] + '",' + quoted[5].split(",", 1)[1]
+    out = {}
+    for name, body in (("value", bad_value), ("ragged", ragged), ("quoted", quoted),
+                       ("both", [*bad_value[:2500], ragged[2500], *bad_value[2501:]])):
+        out[name] = tmp_path / f"{name}.csv"
+        out[name].write_text("".join(body))
+    return out
+
+
+def test_a_bad_file_gives_read_codes_error_and_spends_nothing(data, tmp_path, monkeypatch):
+    path, schema = data
+    _small_blocks(monkeypatch, 40_000)              # the bad rows lie past the first chunk
+    for kind, bad in _bad_files(path, tmp_path).items():
+        with pytest.raises(EncodingError) as want:
+            read_codes(bad, schema)
+        ledger = tmp_path / f"{kind}.json"
+        synth = Synthesizer.create("mst", epsilon=1.0, seed=1, progress=False,
+                                   ledger_path=ledger)
+        with pytest.raises(EncodingError) as got:
+            synth.fit_file(bad, schema)
+        assert str(got.value) == str(want.value), kind
+        assert (got.value.row, got.value.column) == (want.value.row, want.value.column)
+        assert not ledger.exists()                   # no run opened, nothing charged
+    assert "has 16 fields" in str(got.value)         # "both": the ragged row comes first
+    with pytest.raises(InvalidArgumentError, match="reads records"):
+        Synthesizer.create("fem", epsilon=1.0, progress=False).fit_file(path, schema)
+
+
+def _opened(ledger) -> str:
+    """The input SHA-256 the run's salt opens (from the private file beside the ledger)."""
+    private = json.loads(Path(f"{ledger}.private").read_text().splitlines()[-1])
+    text = Path(ledger).read_text()
+    commitment = hashlib.sha256(bytes.fromhex(private["input_salt"]) +
+                                bytes.fromhex(private["input_sha256"])).hexdigest()
+    assert commitment in text
+    return private["input_sha256"]
+
+
+def test_cli_stream_writes_what_memory_writes(data, tmp_path, monkeypatch):
+    from dpcore.cli import main
+    path, schema = data
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_dict()))
+    common = ["synth", "--data", str(path), "--schema", str(tmp_path / "schema.json"),
+              "--mechanism", "mst", "--epsilon", "1", "--delta", "1e-9", "--seed", "3",
+              "--quiet"]
+    for engine in ("memory", "stream", "auto"):
+        argv = common + ["--out", str(tmp_path / f"{engine}.csv"),
+                         "--ledger", str(tmp_path / f"{engine}.json")]
+        with monkeypatch.context() as m:
+            if engine == "auto":       # auto streams: the whole code array is never read
+                m.setattr("dpcore.encoding.read_codes", _refuse)
+            assert main(argv + ["--engine", engine]) == 0
+    for engine in ("stream", "auto"):
+        assert (tmp_path / f"{engine}.csv").read_bytes() == (tmp_path / "memory.csv").read_bytes()
+        assert _opened(tmp_path / f"{engine}.json") == _opened(tmp_path / "memory.json") \
+            == file_sha256(path)
+        charges = [[(e.event, e.rho, e.what) for e in Ledger.load(tmp_path / f"{k}.json").charges]
+                   for k in (engine, "memory")]
+        assert charges[0] == charges[1] and charges[0]
+    assert main(common + ["--mechanism", "fem", "--engine", "stream", "--out",
+                          str(tmp_path / "f.csv"), "--ledger", str(tmp_path / "f.json")]) == 2
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("read_codes called: the memory engine ran")
+
+
+def test_cli_auto_reads_in_memory_when_the_batch_does_not_fit(data, tmp_path, monkeypatch):
+    from dpcore.cli import main
+    path, schema = data
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_dict()))
+    monkeypatch.setattr("dpcore.counted.DEFAULT_BATCH_BYTES", 1024)
+    monkeypatch.setattr(Synthesizer, "fit_file", _refuse)
+    assert main(["synth", "--data", str(path), "--schema", str(tmp_path / "schema.json"),
+                 "--mechanism", "mst", "--epsilon", "1", "--delta", "1e-9", "--seed", "3",
+                 "--quiet", "--out", str(tmp_path / "o.csv"),
+                 "--ledger", str(tmp_path / "l.json")]) == 0
+
+
+RULED = {"columns": {
+    "AGE": {"type": "numeric", "lower": 0, "upper": 59, "integer": True, "bins": [0, 16, 30, 59]},
+    "IND": {"type": "categorical", "categories": ["N", "a1", "a2", "b1"]},
+    "CAT": {"type": "categorical", "categories": ["N", "A", "B"]}},
+    "constraints": [{"type": "derived", "name": "industry", "column": "CAT", "from": "IND",
+                     "map": {"N": "N", "a1": "A", "a2": "A", "b1": "B"}}]}
+
+
+@pytest.mark.parametrize("name", ["mst", "aim"])
+def test_fit_file_with_a_derived_column_and_parquet(tmp_path, name):
+    """MST's curator holds the measured columns only (the file's columns are picked per
+    chunk), AIM's all of them (it measures the derived one as a coarsening); a Parquet file
+    is read in row groups. Both as in memory."""
+    from dpcore.schema import Schema
+    pytest.importorskip("pyarrow")
+    schema = Schema.from_dict(RULED)
+    rng = np.random.default_rng(0)
+    age = rng.integers(0, 60, 1200)
+    ind = rng.choice(["N", "a1", "a2", "b1"], 1200)
+    df = pd.DataFrame({"AGE": age.astype(str), "IND": ind,
+                       "CAT": pd.Series(ind).map(RULED["constraints"][0]["map"])})
+    df.to_csv(tmp_path / "r.csv", index=False)
+    df.to_parquet(tmp_path / "r.parquet", index=False, row_group_size=500)
+    mem = _fit(name, "codes", tmp_path / "r.csv", schema)
+    for path in (tmp_path / "r.csv", tmp_path / "r.parquet"):
+        got = _fit(name, "file", path, schema, chunk_rows=300)
+        assert [(e.event, e.rho, e.what) for e in got.ledger.charges] == \
+            [(e.event, e.rho, e.what) for e in mem.ledger.charges]
+        pd.testing.assert_frame_equal(got.sample(), mem.sample())
+        assert got.data_passes_ == 1
+
+
+def test_a_bad_file_leaves_a_continued_ledger_as_it_was(data, tmp_path):
+    from dpcore.accounting import PrivacyFilter
+    path, schema = data
+    bad = _bad_files(path, tmp_path)["value"]
+    ledger = tmp_path / "lifetime.json"
+    PrivacyFilter.from_approx_dp(4.0, 1e-9, ledger_path=ledger).close()
+    before = ledger.read_bytes()
+    synth = Synthesizer.create("aim", epsilon=1.0, delta=1e-9, seed=1, progress=False,
+                               ledger_path=ledger, continue_ledger=True)
+    with pytest.raises(EncodingError, match="row 2000"):
+        synth.fit_file(bad, schema)
+    assert ledger.read_bytes() == before and Ledger.load(ledger).spent == 0

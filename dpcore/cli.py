@@ -494,12 +494,8 @@ def _read_transformed(path: Path, transform: Any, sep: str) -> Any:
 
 
 def _file_sha256(path: str | os.PathLike) -> str:
-    import hashlib
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    from dpcore.counted import file_sha256
+    return file_sha256(path)
 
 
 def _save_salt(ledger: str, synth: Any) -> None:

@@ -228,9 +228,10 @@ def _check_adam(x, columns, step, keep):
     if not (isinstance(x, np.ndarray) and x.dtype == float and x.ndim == 2):
         return call(_core.particle_adam_step, x, x, x, x, columns, step, keep=keep)
     x = x.copy(order="K")
+    before = np.isnan(x)      # a hostile cloud may hold NaN already: the step adds none
     g, a, q = np.ones_like(x), np.zeros_like(x), np.zeros_like(x)
     call(_core.particle_adam_step, x, g, a, q, columns, step, keep=keep)
-    assert not np.isnan(x).any()
+    assert not (np.isnan(x) & ~before).any()
 
 
 CALLBACKS = st.sampled_from([None, lambda *a: None, lambda *a: "x", lambda *a: True, 3, "f"])

@@ -170,17 +170,23 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
     };
     auto value = [&](std::int64_t s) { return ws.atom_value[std::size_t(idx[std::size_t(s)])]; };
 
-    // Pass 1: projections, keys, bucket counts.
-    std::fill(ws.start.begin(), ws.start.begin() + std::ptrdiff_t(buckets), 0u);
+    // Pass 1: projections and keys (a loop the compiler can vectorise: no stores through
+    // aliasing pointers, an int32 conversion), then the bucket counts in a loop of their own.
+    const double* __restrict pa = ws.a.data();
+    const double* __restrict pb = ws.b.data();
+    double* __restrict py = ws.y.data();
+    std::uint32_t* __restrict pkey = ws.key.data();
+    std::uint32_t* __restrict count = ws.start.data();
     for (std::size_t r = 0; r < n; ++r) {
-      const double y = t1 * ws.a[r] + t2 * ws.b[r];
-      ws.y[r] = y;
+      const double y = t1 * pa[r] + t2 * pb[r];
+      py[r] = y;
       double pos = (y - lo) * scale;
       pos = pos > 0.0 ? pos : 0.0;  // rounding at the square's edge
-      const auto key = std::min(kKeyMax, static_cast<std::uint32_t>(pos));
-      ws.key[r] = key;
-      ++ws.start[key >> shift];
+      pos = pos < double(kKeyMax) ? pos : double(kKeyMax);
+      pkey[r] = static_cast<std::uint32_t>(static_cast<std::int32_t>(pos));
     }
+    std::fill(count, count + buckets, 0u);
+    for (std::size_t r = 0; r < n; ++r) ++count[pkey[r] >> shift];
     // Each bucket's rank range [first, first + count) and its atom when one atom covers it.
     std::uint32_t first = 0;
     std::int64_t s = 0;
@@ -195,37 +201,43 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
       first += count;
     }
     // Pass 2: particles of uniform buckets are settled here; the others are set aside.
+    const double* __restrict bucket_value = ws.bucket_value.data();
+    const std::uint32_t* __restrict bucket_start = ws.start.data();
+    std::uint32_t* __restrict bucket_fill = ws.fill.data();
+    std::uint32_t* __restrict members = ws.members.data();
+    double* __restrict out = buf;
     double loss = 0.0;
     for (std::size_t r = 0; r < n; ++r) {
-      const std::size_t h = ws.key[r] >> shift;
-      const double q = ws.bucket_value[h];
+      const std::size_t h = pkey[r] >> shift;
+      const double q = bucket_value[h];
       if (std::isnan(q)) {
-        ws.members[ws.start[h] + ws.fill[h]++] = static_cast<std::uint32_t>(r);
+        members[bucket_start[h] + bucket_fill[h]++] = static_cast<std::uint32_t>(r);
         continue;
       }
-      const double diff = ws.y[r] - q;
+      const double diff = py[r] - q;
       loss += diff * diff;
-      buf[2 * r] += step_scale * diff * t1;
-      buf[2 * r + 1] += step_scale * diff * t2;
+      out[2 * r] += step_scale * diff * t1;
+      out[2 * r + 1] += step_scale * diff * t2;
     }
-    // Straddling buckets: sort their particles by (key, index) and walk their ranks.
+    // Straddling buckets: sort their particles by (key, index) and walk their ranks. The
+    // matched atom only grows with the rank, so the walk carries on from the last bucket's.
+    std::int64_t t = 0;
     for (std::size_t h = 0; h < buckets; ++h) {
-      if (ws.fill[h] == 0) continue;
-      const std::uint32_t begin = ws.start[h], count = ws.fill[h];
-      ws.fine.resize(count);
-      for (std::uint32_t i = 0; i < count; ++i) {
-        const std::uint32_t p = ws.members[begin + i];
-        ws.fine[i] = (std::uint64_t(ws.key[p]) << 32) | p;
+      if (bucket_fill[h] == 0) continue;
+      const std::uint32_t begin = bucket_start[h], count_h = bucket_fill[h];
+      ws.fine.resize(count_h);
+      for (std::uint32_t i = 0; i < count_h; ++i) {
+        const std::uint32_t p = members[begin + i];
+        ws.fine[i] = (std::uint64_t(pkey[p]) << 32) | p;
       }
       std::sort(ws.fine.begin(), ws.fine.end());
-      std::int64_t t = advance(0, begin);
-      for (std::uint32_t i = 0; i < count; ++i) {
+      for (std::uint32_t i = 0; i < count_h; ++i) {
         t = advance(t, std::uint64_t(begin) + i);
         const std::size_t p = ws.fine[i] & 0xFFFFFFFFu;
-        const double diff = ws.y[p] - value(t);
+        const double diff = py[p] - value(t);
         loss += diff * diff;
-        buf[2 * p] += step_scale * diff * t1;
-        buf[2 * p + 1] += step_scale * diff * t2;
+        out[2 * p] += step_scale * diff * t1;
+        out[2 * p + 1] += step_scale * diff * t2;
       }
     }
     result.loss += loss * inv_m / static_cast<double>(K);

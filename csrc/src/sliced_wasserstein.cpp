@@ -100,7 +100,6 @@ struct Workspace {
 
 struct TaskResult {
   double loss = 0.0;
-  bool bad_particle = false;
 };
 
 // Bucket bits: about one particle a bucket, between 2^4 and 2^14 buckets (the counts then stay
@@ -121,16 +120,17 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
   const int bits = bucket_bits(x.rows);
   const int shift = kSlicedKeyBits - bits;
   const std::size_t buckets = std::size_t{1} << bits;
-  bool bad = false;
-  for (std::size_t r = 0; r < n; ++r) {
-    const double a = x.at(std::int64_t(r), g.attr_i), b = x.at(std::int64_t(r), g.attr_j);
-    bad |= !(a >= 0.0 && a <= 1.0 && b >= 0.0 && b <= 1.0);
-    ws.a[r] = a;
-    ws.b[r] = b;
-  }
-  if (bad) {
-    result.bad_particle = true;
-    return;
+  // The target's two columns, contiguous: read in place from a column-major matrix (the
+  // descent's layout), copied otherwise. Their range was checked once by the caller.
+  const double* col_a = &x.at(0, g.attr_i);
+  const double* col_b = &x.at(0, g.attr_j);
+  if (x.row_stride != 1) {
+    for (std::size_t r = 0; r < n; ++r) {
+      ws.a[r] = x.at(std::int64_t(r), g.attr_i);
+      ws.b[r] = x.at(std::int64_t(r), g.attr_j);
+    }
+    col_a = ws.a.data();
+    col_b = ws.b.data();
   }
   const double step_scale = 2.0 * inv_m / static_cast<double>(K);
   for (std::int64_t k = k0; k < k1; ++k) {
@@ -172,8 +172,8 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
 
     // Pass 1: projections and keys (a loop the compiler can vectorise: no stores through
     // aliasing pointers, an int32 conversion), then the bucket counts in a loop of their own.
-    const double* __restrict pa = ws.a.data();
-    const double* __restrict pb = ws.b.data();
+    const double* __restrict pa = col_a;
+    const double* __restrict pb = col_b;
     double* __restrict py = ws.y.data();
     std::uint32_t* __restrict pkey = ws.key.data();
     std::uint32_t* __restrict count = ws.start.data();
@@ -259,6 +259,20 @@ double sliced_wasserstein(const ParticleMatrix& x, const std::vector<GridTarget>
       throw InvalidArgument("directions must be finite, got " + std::to_string(directions[v]) +
                             " at entry " + std::to_string(v));
 
+  // Every particle in [0, 1] (no NaN) in the targets' columns, each column checked once.
+  std::vector<char> used(std::size_t(x.cols), 0);
+  for (const GridTarget& g : targets) used[std::size_t(g.attr_i)] = used[std::size_t(g.attr_j)] = 1;
+  for (std::int64_t c = 0; c < x.cols; ++c) {
+    if (!used[std::size_t(c)]) continue;
+    bool bad = false;
+    for (std::int64_t r = 0; r < x.rows; ++r) {
+      const double v = x.at(r, c);
+      bad |= !(v >= 0.0 && v <= 1.0);
+    }
+    if (bad)
+      throw InvalidArgument("particles must lie in [0, 1] (no NaN) in the targets' columns");
+  }
+
   const std::int64_t splits = std::min(kSplits, K);
   std::int64_t max_cells = 1;
   for (const GridTarget& g : targets) max_cells = std::max(max_cells, g.size_i * g.size_j);
@@ -294,11 +308,7 @@ double sliced_wasserstein(const ParticleMatrix& x, const std::vector<GridTarget>
                  results[task]);
       }
     });
-    for (std::size_t task = 0; task < tasks; ++task) {
-      if (results[task].bad_particle)
-        throw InvalidArgument("particles must lie in [0, 1] (no NaN) in the targets' columns");
-      loss += results[task].loss;
-    }
+    for (std::size_t task = 0; task < tasks; ++task) loss += results[task].loss;
     if (grad == nullptr) continue;
     for (std::size_t task = 0; task < tasks; ++task) {
       const GridTarget& g = targets[first + task / std::size_t(splits)];

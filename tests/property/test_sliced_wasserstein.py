@@ -180,6 +180,15 @@ def test_bad_inputs_are_refused_with_typed_errors():
     bad[3, 1] = 1.5
     with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
         sliced_wasserstein(bad, [(0, 1)], [np.ones((2, 2))], dirs)
+    # the range is checked once per column before the tasks, in either memory order
+    for order in "CF":
+        for value in (np.nan, -1e-9):
+            bad = np.array(x, order=order)
+            bad[9, 2] = value
+            with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
+                sliced_wasserstein(bad, [(0, 1), (2, 1)], [np.ones((2, 2))] * 2,
+                                   np.ones((2, 2, 2)) / np.sqrt(2))
+            sliced_wasserstein(bad, [(0, 1)], [np.ones((2, 2))], dirs)  # column 2 unused: fine
     with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
         snap_to_grid(bad, [2, 2, 2])
     with pytest.raises(InvalidArgumentError, match="one entry per column"):

@@ -100,7 +100,6 @@ struct Workspace {
 
 struct TaskResult {
   double loss = 0.0;
-  bool bad_particle = false;
 };
 
 // Bucket bits: about one particle a bucket, between 2^4 and 2^14 buckets (the counts then stay
@@ -121,16 +120,17 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
   const int bits = bucket_bits(x.rows);
   const int shift = kSlicedKeyBits - bits;
   const std::size_t buckets = std::size_t{1} << bits;
-  bool bad = false;
-  for (std::size_t r = 0; r < n; ++r) {
-    const double a = x.at(std::int64_t(r), g.attr_i), b = x.at(std::int64_t(r), g.attr_j);
-    bad |= !(a >= 0.0 && a <= 1.0 && b >= 0.0 && b <= 1.0);
-    ws.a[r] = a;
-    ws.b[r] = b;
-  }
-  if (bad) {
-    result.bad_particle = true;
-    return;
+  // The target's two columns, contiguous: read in place from a column-major matrix (the
+  // descent's layout), copied otherwise. Their range was checked once by the caller.
+  const double* col_a = &x.at(0, g.attr_i);
+  const double* col_b = &x.at(0, g.attr_j);
+  if (x.row_stride != 1) {
+    for (std::size_t r = 0; r < n; ++r) {
+      ws.a[r] = x.at(std::int64_t(r), g.attr_i);
+      ws.b[r] = x.at(std::int64_t(r), g.attr_j);
+    }
+    col_a = ws.a.data();
+    col_b = ws.b.data();
   }
   const double step_scale = 2.0 * inv_m / static_cast<double>(K);
   for (std::int64_t k = k0; k < k1; ++k) {
@@ -170,17 +170,23 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
     };
     auto value = [&](std::int64_t s) { return ws.atom_value[std::size_t(idx[std::size_t(s)])]; };
 
-    // Pass 1: projections, keys, bucket counts.
-    std::fill(ws.start.begin(), ws.start.begin() + std::ptrdiff_t(buckets), 0u);
+    // Pass 1: projections and keys (a loop the compiler can vectorise: no stores through
+    // aliasing pointers, an int32 conversion), then the bucket counts in a loop of their own.
+    const double* __restrict pa = col_a;
+    const double* __restrict pb = col_b;
+    double* __restrict py = ws.y.data();
+    std::uint32_t* __restrict pkey = ws.key.data();
+    std::uint32_t* __restrict count = ws.start.data();
     for (std::size_t r = 0; r < n; ++r) {
-      const double y = t1 * ws.a[r] + t2 * ws.b[r];
-      ws.y[r] = y;
+      const double y = t1 * pa[r] + t2 * pb[r];
+      py[r] = y;
       double pos = (y - lo) * scale;
       pos = pos > 0.0 ? pos : 0.0;  // rounding at the square's edge
-      const auto key = std::min(kKeyMax, static_cast<std::uint32_t>(pos));
-      ws.key[r] = key;
-      ++ws.start[key >> shift];
+      pos = pos < double(kKeyMax) ? pos : double(kKeyMax);
+      pkey[r] = static_cast<std::uint32_t>(static_cast<std::int32_t>(pos));
     }
+    std::fill(count, count + buckets, 0u);
+    for (std::size_t r = 0; r < n; ++r) ++count[pkey[r] >> shift];
     // Each bucket's rank range [first, first + count) and its atom when one atom covers it.
     std::uint32_t first = 0;
     std::int64_t s = 0;
@@ -195,37 +201,43 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
       first += count;
     }
     // Pass 2: particles of uniform buckets are settled here; the others are set aside.
+    const double* __restrict bucket_value = ws.bucket_value.data();
+    const std::uint32_t* __restrict bucket_start = ws.start.data();
+    std::uint32_t* __restrict bucket_fill = ws.fill.data();
+    std::uint32_t* __restrict members = ws.members.data();
+    double* __restrict out = buf;
     double loss = 0.0;
     for (std::size_t r = 0; r < n; ++r) {
-      const std::size_t h = ws.key[r] >> shift;
-      const double q = ws.bucket_value[h];
+      const std::size_t h = pkey[r] >> shift;
+      const double q = bucket_value[h];
       if (std::isnan(q)) {
-        ws.members[ws.start[h] + ws.fill[h]++] = static_cast<std::uint32_t>(r);
+        members[bucket_start[h] + bucket_fill[h]++] = static_cast<std::uint32_t>(r);
         continue;
       }
-      const double diff = ws.y[r] - q;
+      const double diff = py[r] - q;
       loss += diff * diff;
-      buf[2 * r] += step_scale * diff * t1;
-      buf[2 * r + 1] += step_scale * diff * t2;
+      out[2 * r] += step_scale * diff * t1;
+      out[2 * r + 1] += step_scale * diff * t2;
     }
-    // Straddling buckets: sort their particles by (key, index) and walk their ranks.
+    // Straddling buckets: sort their particles by (key, index) and walk their ranks. The
+    // matched atom only grows with the rank, so the walk carries on from the last bucket's.
+    std::int64_t t = 0;
     for (std::size_t h = 0; h < buckets; ++h) {
-      if (ws.fill[h] == 0) continue;
-      const std::uint32_t begin = ws.start[h], count = ws.fill[h];
-      ws.fine.resize(count);
-      for (std::uint32_t i = 0; i < count; ++i) {
-        const std::uint32_t p = ws.members[begin + i];
-        ws.fine[i] = (std::uint64_t(ws.key[p]) << 32) | p;
+      if (bucket_fill[h] == 0) continue;
+      const std::uint32_t begin = bucket_start[h], count_h = bucket_fill[h];
+      ws.fine.resize(count_h);
+      for (std::uint32_t i = 0; i < count_h; ++i) {
+        const std::uint32_t p = members[begin + i];
+        ws.fine[i] = (std::uint64_t(pkey[p]) << 32) | p;
       }
       std::sort(ws.fine.begin(), ws.fine.end());
-      std::int64_t t = advance(0, begin);
-      for (std::uint32_t i = 0; i < count; ++i) {
+      for (std::uint32_t i = 0; i < count_h; ++i) {
         t = advance(t, std::uint64_t(begin) + i);
         const std::size_t p = ws.fine[i] & 0xFFFFFFFFu;
-        const double diff = ws.y[p] - value(t);
+        const double diff = py[p] - value(t);
         loss += diff * diff;
-        buf[2 * p] += step_scale * diff * t1;
-        buf[2 * p + 1] += step_scale * diff * t2;
+        out[2 * p] += step_scale * diff * t1;
+        out[2 * p + 1] += step_scale * diff * t2;
       }
     }
     result.loss += loss * inv_m / static_cast<double>(K);
@@ -246,6 +258,20 @@ double sliced_wasserstein(const ParticleMatrix& x, const std::vector<GridTarget>
     if (!std::isfinite(directions[v]))
       throw InvalidArgument("directions must be finite, got " + std::to_string(directions[v]) +
                             " at entry " + std::to_string(v));
+
+  // Every particle in [0, 1] (no NaN) in the targets' columns, each column checked once.
+  std::vector<char> used(std::size_t(x.cols), 0);
+  for (const GridTarget& g : targets) used[std::size_t(g.attr_i)] = used[std::size_t(g.attr_j)] = 1;
+  for (std::int64_t c = 0; c < x.cols; ++c) {
+    if (!used[std::size_t(c)]) continue;
+    bool bad = false;
+    for (std::int64_t r = 0; r < x.rows; ++r) {
+      const double v = x.at(r, c);
+      bad |= !(v >= 0.0 && v <= 1.0);
+    }
+    if (bad)
+      throw InvalidArgument("particles must lie in [0, 1] (no NaN) in the targets' columns");
+  }
 
   const std::int64_t splits = std::min(kSplits, K);
   std::int64_t max_cells = 1;
@@ -282,11 +308,7 @@ double sliced_wasserstein(const ParticleMatrix& x, const std::vector<GridTarget>
                  results[task]);
       }
     });
-    for (std::size_t task = 0; task < tasks; ++task) {
-      if (results[task].bad_particle)
-        throw InvalidArgument("particles must lie in [0, 1] (no NaN) in the targets' columns");
-      loss += results[task].loss;
-    }
+    for (std::size_t task = 0; task < tasks; ++task) loss += results[task].loss;
     if (grad == nullptr) continue;
     for (std::size_t task = 0; task < tasks; ++task) {
       const GridTarget& g = targets[first + task / std::size_t(splits)];

@@ -51,6 +51,23 @@ def test_ties_and_clusters_match_definition():
     np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-15)
 
 
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1))
+def test_many_atoms_and_buckets_match_definition(seed):
+    # 30k particles (2^14 buckets) against dense 40 x 40 and 100 x 3 tables: hundreds of atom
+    # boundaries, so many buckets straddle one and the rank walk crosses many buckets
+    rng = np.random.default_rng(seed)
+    x = rng.random((30000, 3)) ** 2
+    pairs, tables = [(0, 1), (2, 0)], [rng.random((40, 40)), rng.random((100, 3))]
+    tables[0][rng.random((40, 40)) < 0.3] = 0.0
+    dirs = rng.normal(size=(2, 4, 2))
+    dirs /= np.linalg.norm(dirs, axis=2, keepdims=True)
+    want = reference_sliced_wasserstein(x, pairs, tables, dirs)
+    got = sliced_wasserstein(x, pairs, tables, dirs)
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-15)
+
+
 def test_result_is_the_same_for_every_thread_count():
     x, pairs, tables, dirs = _case(5, 20000, 6, 10, 10, False)
     one = sliced_wasserstein(x, pairs, tables, dirs, threads=1)
@@ -163,6 +180,15 @@ def test_bad_inputs_are_refused_with_typed_errors():
     bad[3, 1] = 1.5
     with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
         sliced_wasserstein(bad, [(0, 1)], [np.ones((2, 2))], dirs)
+    # the range is checked once per column before the tasks, in either memory order
+    for order in "CF":
+        for value in (np.nan, -1e-9):
+            bad = np.array(x, order=order)
+            bad[9, 2] = value
+            with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
+                sliced_wasserstein(bad, [(0, 1), (2, 1)], [np.ones((2, 2))] * 2,
+                                   np.ones((2, 2, 2)) / np.sqrt(2))
+            sliced_wasserstein(bad, [(0, 1)], [np.ones((2, 2))], dirs)  # column 2 unused: fine
     with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
         snap_to_grid(bad, [2, 2, 2])
     with pytest.raises(InvalidArgumentError, match="one entry per column"):

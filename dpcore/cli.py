@@ -318,14 +318,18 @@ def _synth(args: argparse.Namespace) -> int:
         print("dpcore: note: --seed fixes the noise; use it for tests and demos, never for a "
               "real release", file=sys.stderr)
     started = time.perf_counter()
+    from dpcore.counted import read_and_hash
+    digest = None      # the input commitment: the SHA-256 of the bytes read (the file unchanged)
     if args.mechanism == "nist-mst":
         transform = synth.prepare(schema)      # from the public data only; reads no records
-        codes = _read_transformed(data_path, transform, args.delimiter)
+        codes, digest = read_and_hash(
+            data_path, lambda: _read_transformed(data_path, transform, args.delimiter))
         schema = transform.schema
     elif engine in ("dask", "stream"):
         codes = None   # read chunk by chunk and counted (in the workers, or here) by the fit
     else:
-        codes = read_codes(data_path, schema, sep=args.delimiter, debug=args.debug)
+        codes, digest = read_and_hash(data_path, lambda: read_codes(
+            data_path, schema, sep=args.delimiter, debug=args.debug))
     from dpcore.accounting import approx_dp_to_zcdp
     budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what this run may spend
     bar = _progress(args, args.mechanism.upper())
@@ -344,7 +348,7 @@ def _synth(args: argparse.Namespace) -> int:
                            callback=on_round, rows=args.rows, keep_open=True)
         else:
             synth.fit_codes(codes, schema, callback=on_round, rows=args.rows, keep_open=True,
-                            input_sha256=_file_sha256(data_path))
+                            input_sha256=digest)
     finally:
         if bar is not None:
             bar.close()

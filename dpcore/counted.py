@@ -39,7 +39,7 @@ import numpy as np
 from dpcore.errors import InvalidArgumentError
 
 __all__ = ["CountedTable", "DEFAULT_BATCH_BYTES", "FileTable", "batch_bytes", "count_file",
-           "file_sha256"]
+           "file_sha256", "read_and_hash"]
 
 #: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
 #: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
@@ -61,6 +61,25 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _identity(path: str | os.PathLike) -> tuple[int, int, int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def read_and_hash(path: str | os.PathLike, read: Any) -> tuple[Any, str]:
+    """``read()`` (a pass over the file at ``path``) and the file's SHA-256, refusing a file
+    that changed meanwhile (its device, inode, size or modification time differ after the
+    hash from before the read): the digest, the run's input commitment, is then that of the
+    bytes that were read. No digest in the error (it can reach the public ledger)."""
+    before = _identity(path)
+    result = read()
+    digest = file_sha256(path)
+    if _identity(path) != before:
+        raise InvalidArgumentError(f"{path}: the file changed while it was read; rerun on a "
+                                   f"fixed input")
+    return result, digest
 
 
 class CountedTable(abc.ABC):
@@ -102,10 +121,11 @@ class CountedTable(abc.ABC):
         if self._digest is None:
             self._digest = whole
         elif whole != self._digest:
-            # one run, one input: a later pass over a changed input must not mix two datasets
-            raise self.input_error(f"the input changed between passes over the data (digest "
-                                   f"{whole[:12]} after {self._digest[:12]}); rerun on a fixed "
-                                   f"input")
+            # one run, one input: a later pass over a changed input must not mix two datasets.
+            # No digest in the message: it can reach the public ledger (a failed run's reason),
+            # and an unsalted hash of the data would let anyone test a candidate table.
+            raise self.input_error("the input changed between passes over the data; rerun on "
+                                   "a fixed input")
         return [np.asarray(t, dtype=np.float64).reshape(self._domain.project(c).shape)
                 for t, c in zip(tables, cliques)], whole
 
@@ -170,17 +190,31 @@ class FileTable(CountedTable):
         return f"FileTable({str(self._path)!r}, domain={self._domain!r})"
 
     def _count(self, shape: list[int], subsets: list[list[int]]) -> tuple[list, str]:
-        return count_file(self._path, self._schema, self._columns, shape, subsets,
-                          engine=self._engine, **self._options)
+        # the engine that read the file is kept: a file whose quote made the block reader
+        # restart is read with pandas from the next pass on, not restarted on every pass
+        tables, digest, self._engine = count_file(self._path, self._schema, self._columns,
+                                                  shape, subsets, engine=self._engine,
+                                                  **self._options)
+        return tables, digest
 
 
 def count_file(path: str | os.PathLike, schema: Any, columns: list[int], shape: list[int],
                subsets: list[list[int]], *, engine: str = "auto", **options: Any
-               ) -> tuple[list, str]:
+               ) -> tuple[list, str, str]:
     """One pass over a file, chunk by chunk (:func:`dpcore.encoding.iter_codes` with
     ``engine`` and ``options``): the summed count tables of ``subsets`` (axes of ``shape``)
-    over the codes' ``columns``, and the file's SHA-256. Memory: one chunk and the tables.
-    What :class:`FileTable` and the Dask engine's workers run."""
+    over the codes' ``columns``, the file's SHA-256 (:func:`read_and_hash`: a file changed
+    during the pass is refused) and the engine that read it ("pandas" after a restart).
+    Memory: one chunk and the tables. What :class:`FileTable` and the Dask engine's workers
+    run."""
+    (tables, used), digest = read_and_hash(
+        path, lambda: _count_chunks(path, schema, columns, shape, subsets, engine, options))
+    return tables, digest, used
+
+
+def _count_chunks(path: Any, schema: Any, columns: list[int], shape: list[int],
+                  subsets: list[list[int]], engine: str, options: dict
+                  ) -> tuple[list, str]:
     from dpcore import _core
     from dpcore.encoding import RestartRead, iter_codes
     whole = list(columns) == list(range(len(schema.names)))
@@ -196,9 +230,8 @@ def count_file(path: str | os.PathLike, schema: Any, columns: list[int], shape: 
                 else:
                     for total, t in zip(totals, part):
                         total += t
-            break
+            return totals, engine
         except RestartRead:
             # the block reader met a quote past its first chunk: the counts so far are
             # dropped, and the pass starts over with pandas
             engine = "pandas"
-    return totals, file_sha256(path)

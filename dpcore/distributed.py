@@ -97,7 +97,8 @@ def _file_part(path: str, schema: Any, columns: list[int], shape: list[int],
                subsets: list[list[int]], sep: str) -> tuple[list, str]:
     """Read, encode and count one file in a worker, chunk by chunk (memory: one chunk and
     the tables): (tables, the file's SHA-256)."""
-    return count_file(path, schema, columns, shape, subsets, sep=sep)
+    tables, digest, _ = count_file(path, schema, columns, shape, subsets, sep=sep)
+    return tables, digest
 
 
 def _frame_part(frame: Any, schema: Any, columns: list[int], shape: list[int],

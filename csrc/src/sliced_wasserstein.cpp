@@ -176,7 +176,8 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
     const double* __restrict pb = col_b;
     double* __restrict py = ws.y.data();
     std::uint32_t* __restrict pkey = ws.key.data();
-    std::uint32_t* __restrict count = ws.start.data();
+    // not restrict: ws.start is read and written through the vector and bucket_start below
+    std::uint32_t* counts = ws.start.data();
     for (std::size_t r = 0; r < n; ++r) {
       const double y = t1 * pa[r] + t2 * pb[r];
       py[r] = y;
@@ -185,20 +186,20 @@ void run_task(const ParticleMatrix& x, const GridTarget& g, const double* theta,
       pos = pos < double(kKeyMax) ? pos : double(kKeyMax);
       pkey[r] = static_cast<std::uint32_t>(static_cast<std::int32_t>(pos));
     }
-    std::fill(count, count + buckets, 0u);
-    for (std::size_t r = 0; r < n; ++r) ++count[pkey[r] >> shift];
+    std::fill(counts, counts + buckets, 0u);
+    for (std::size_t r = 0; r < n; ++r) ++counts[pkey[r] >> shift];
     // Each bucket's rank range [first, first + count) and its atom when one atom covers it.
     std::uint32_t first = 0;
     std::int64_t s = 0;
     for (std::size_t h = 0; h < buckets; ++h) {
-      const std::uint32_t count = ws.start[h];
+      const std::uint32_t size = ws.start[h];
       ws.start[h] = first;
       ws.fill[h] = 0;
-      if (count == 0) continue;
+      if (size == 0) continue;
       s = advance(s, first);
-      const std::int64_t last = advance(s, first + count - 1);
+      const std::int64_t last = advance(s, first + size - 1);
       ws.bucket_value[h] = last == s ? value(s) : std::nan("");
-      first += count;
+      first += size;
     }
     // Pass 2: particles of uniform buckets are settled here; the others are set aside.
     const double* __restrict bucket_value = ws.bucket_value.data();

@@ -130,6 +130,60 @@ def test_the_batch_cap_and_a_changed_input(data, tmp_path):
         FileTable(copy, schema, batch_bytes=-1)
 
 
+def test_a_file_changed_during_a_pass_is_refused(data, tmp_path, monkeypatch):
+    """Rows appended while a pass reads the file: the pass counted the old bytes, the hash
+    would commit to the new ones. Refused, with no digest in the message (it can reach the
+    public ledger)."""
+    import dpcore.encoding as encoding
+    path, schema = data
+    copy = tmp_path / "grow.csv"
+    copy.write_bytes(path.read_bytes())
+    _small_blocks(monkeypatch, 30_000)
+    real = encoding.iter_codes
+
+    def growing(*args, **kwargs):
+        for k, codes in enumerate(real(*args, **kwargs)):
+            if k == 0:
+                with open(copy, "ab") as fh:
+                    fh.write(path.read_bytes().split(b"\n", 2)[1] + b"\n")
+            yield codes
+
+    monkeypatch.setattr(encoding, "iter_codes", growing)
+    with pytest.raises(InvalidArgumentError, match="changed while it was read") as err:
+        FileTable(copy, schema).prefetch([("sex",)])
+    assert file_sha256(copy)[:8] not in str(err.value)
+
+
+def test_a_failed_run_leaves_no_hash_of_the_data_in_the_ledger(data, tmp_path):
+    """An input that changes between passes fails the run after charges; the ledger's
+    closing reason says so without any digest of either version of the file."""
+    path, schema = data
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(path.read_bytes())
+    ledger = tmp_path / "ledger.json"
+    synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9, seed=5, progress=False,
+                               ledger_path=str(ledger))
+    real = FileTable._count
+    calls = []
+
+    def count_then_change(self, shape, subsets):
+        out = real(self, shape, subsets)
+        calls.append(1)
+        if len(calls) == 1:      # after the prefetch: the file changes before the next pass
+            copy.write_bytes(path.read_bytes().replace(b"Male", b"Female", 1))
+        return out
+
+    import unittest.mock as mock
+    with mock.patch.object(FileTable, "_count", count_then_change), \
+            pytest.raises(InvalidArgumentError, match="input changed between passes"):
+        synth.fit_file(copy, schema, batch_bytes=batch_bytes(schema.domain(), [("sex",)]))
+    text = ledger.read_text()
+    assert "input changed between passes" in text
+    for version in (path.read_bytes(), copy.read_bytes()):
+        import hashlib
+        assert hashlib.sha256(version).hexdigest()[:8] not in text
+
+
 def _fit(name, how, path, schema, **kwargs):
     options = {"rounds": 15, "max_model_size": 1} if name == "aim" else {}
     synth = Synthesizer.create(name, epsilon=1.0, delta=1e-9, seed=5, progress=False,

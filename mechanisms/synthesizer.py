@@ -66,6 +66,17 @@ def as_schema(schema: SchemaLike | None) -> Schema:
     return Schema.load(schema)
 
 
+def _public_reason(exc: BaseException) -> str:
+    """A failed run's reason for the public ledger. An error reading the records (a later
+    pass over an input that changed) names a row and column, with ``--debug`` a value: facts
+    of the data, not released under DP, so only its kind is recorded."""
+    from dpcore.encoding import EncodingError
+    if isinstance(exc, EncodingError):
+        return f"{type(exc).__name__}: the input failed its schema on a later pass (the " \
+               f"details are withheld from the ledger)"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _check_seed(seed: Any) -> None:
     """A sample seed is an integer in [0, 2^64) (the model's sampler, MST's decompression
     and the rejection sampler all take it): DpcoreTypeError for another type,
@@ -317,7 +328,7 @@ class Synthesizer(abc.ABC):
             curator = Curator(dataset, privacy_filter, seed=self.seed)
             self.result_ = self._run(curator, plan, callback=callback)
         except BaseException as exc:
-            self.close_run("failed", reason=f"{type(exc).__name__}: {exc}")
+            self.close_run("failed", reason=_public_reason(exc))
             raise
         if not keep_open:
             self.close_run("completed")

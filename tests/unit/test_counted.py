@@ -341,3 +341,29 @@ def test_a_bad_file_leaves_a_continued_ledger_as_it_was(data, tmp_path):
     with pytest.raises(EncodingError, match="row 2000"):
         synth.fit_file(bad, schema)
     assert ledger.read_bytes() == before and Ledger.load(ledger).spent == 0
+
+
+def test_a_later_pass_encoding_error_leaves_no_data_facts_in_the_ledger(data, tmp_path):
+    """A value error on a pass after the ledger opened (the input changed underneath): the
+    run fails, and its public reason names the kind of error only, not the row, column or
+    value (facts of the data, not released under DP)."""
+    path, schema = data
+    ledger = tmp_path / "ledger.json"
+    synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9, seed=5, progress=False,
+                               ledger_path=str(ledger))
+    real = FileTable._count
+    calls = []
+
+    def fail_later(self, shape, subsets):
+        calls.append(1)
+        if len(calls) > 1:
+            raise EncodingError("column 'age', row 1234: 'secret-value' is not a number",
+                                column="age", row=1234, value="secret-value")
+        return real(self, shape, subsets)
+
+    import unittest.mock as mock
+    with mock.patch.object(FileTable, "_count", fail_later), pytest.raises(EncodingError):
+        synth.fit_file(path, schema, batch_bytes=batch_bytes(schema.domain(), [("sex",)]))
+    text = ledger.read_text()
+    assert "EncodingError" in text and "failed" in text
+    assert "1234" not in text and "secret-value" not in text and "'age'" not in text

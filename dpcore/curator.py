@@ -37,6 +37,7 @@ from dpcore.accounting.noise import (
     gaussian_noise,
     make_rng,
 )
+from dpcore.dataset import Dataset
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
 __all__ = ["Curator", "SCORE_GRID"]
@@ -129,6 +130,18 @@ class Curator:
         view = object.__new__(type(self))
         view.__dataset = self.__dataset
         view.__maps = maps
+        view._domain = type(self._domain)(self._domain.attrs, tuple(sizes[a] for a in self._domain.attrs))
+        if self._integral and type(self.__dataset) is Dataset and maps:
+            # Count the coarsened codes instead of coarsening each marginal read (np.add.at per
+            # axis: a third of MST's read of all pairs at 100 attributes). Counts are exact
+            # integers either way, so the marginals are the same floats. Costs one copy of the
+            # records; weighted records keep the per-marginal path (its float sums' order).
+            records = np.array(self.__dataset.records, copy=True)
+            for attr, codes in maps.items():
+                col = self._domain.attrs.index(attr)
+                records[:, col] = codes[records[:, col]]
+            view.__dataset = Dataset(records, view._domain)
+            view.__maps = {}
         view.__cache = {}
         view._cliques = {}
         view._sizes = {}
@@ -136,7 +149,6 @@ class Curator:
         view._filter = self._filter
         view._rng = self._rng
         view._exact_rng = self._exact_rng
-        view._domain = type(self._domain)(self._domain.attrs, tuple(sizes[a] for a in self._domain.attrs))
         view._integral = self._integral
         view._reads = 0
         return view

@@ -139,3 +139,49 @@ def test_select_among_checks_its_mask_before_any_charge():
     assert curator.privacy_filter.ledger.entries == () and curator.reads == 0
     assert curator.select(cands, np.zeros(5), 1.0, among=[1]) == 1
     assert curator.privacy_filter.ledger.entries[0].what["candidates"] == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_a_compressed_view_reads_the_coarsened_marginals_counted_or_aggregated(data):
+    # Integer counts are read from the re-coded records, weighted ones aggregated per read;
+    # either way (and for a view of a view) a marginal is the brute-force coarsened count.
+    d = data.draw(st.integers(2, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
+    domain = Domain(tuple(f"x{i}" for i in range(d)), shape)
+    n = data.draw(st.integers(0, 20))
+    records = np.array([[data.draw(st.integers(0, s - 1)) for s in shape] for _ in range(n)],
+                       dtype=np.int64).reshape(n, d)
+    weights = None
+    if data.draw(st.booleans()):
+        weights = np.array(data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n)))
+
+    def coarsening(sizes):
+        maps = {}
+        for a, s in zip(domain.attrs, sizes):
+            if data.draw(st.booleans()):
+                k = data.draw(st.integers(1, s))
+                codes = np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=s, max_size=s)))
+                codes[:k] = np.arange(k)    # onto 0..k-1
+                maps[a] = codes
+        return maps
+
+    curator = Curator(Dataset(records, domain, weights=weights), PrivacyFilter(100), seed=0)
+    first = coarsening(shape)
+    view = curator.compress(first)
+    second = coarsening(view.domain.shape)
+    view2 = view.compress(second)
+    recoded = records.copy()
+    for maps in (first, second):
+        for a, codes in maps.items():
+            recoded[:, domain.attrs.index(a)] = codes[recoded[:, domain.attrs.index(a)]]
+    w = np.ones(n) if weights is None else weights
+    for clique in [c for k in (1, 2) for c in itertools.combinations(domain.attrs, k)]:
+        axes = [domain.attrs.index(a) for a in clique]
+        want = np.zeros([view2.domain.shape[i] for i in axes])
+        for row, wr in zip(recoded, w):
+            want[tuple(row[axes])] += wr
+        (got,) = view2._read([clique])
+        np.testing.assert_allclose(got, want.ravel(), rtol=1e-12, atol=1e-12)
+        if weights is None:
+            assert np.array_equal(got, want.ravel())

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "dpcore/errors.hpp"
+#include "pair_projection.hpp"
 #include "parallel.hpp"
 
 namespace dpcore {
@@ -779,26 +780,34 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
 }
 
 std::vector<Factor> CalibratedTree::project_many(
-    const std::vector<std::vector<AttrId>>& attrs_list) const {
+    const std::vector<std::vector<AttrId>>& attrs_list, bool by_source) const {
   for (const auto& attrs : attrs_list)
     check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
   std::vector<Factor> out(attrs_list.size());
   // Queries are independent and project() only reads the tree: split them over the cores,
   // unless they are all cheap (sums within small cliques), where starting threads would cost
   // more than the work (the estimation loop calls this every iteration).
+  std::vector<std::size_t> own, pairs;  // queries for project(), pairs for the source passes
   double work = 0.0;
-  for (const auto& attrs : attrs_list) {
-    const int home = tree_->containing_clique(attrs);
+  for (std::size_t i = 0; i < attrs_list.size(); ++i) {
+    const int home = tree_->containing_clique(attrs_list[i]);
+    if (by_source && home < 0 && attrs_list[i].size() == 2) {
+      pairs.push_back(i);
+      continue;
+    }
+    own.push_back(i);
     work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
   }
+  if (!pairs.empty())
+    project_pairs_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out);
   const std::size_t workers =
       work < 2.0 * double(kGrainCells)
           ? 1
-          : std::min<std::size_t>(kernel_threads(), attrs_list.size() / 2 + 1);
+          : std::min<std::size_t>(kernel_threads(), own.size() / 2 + 1);
   std::vector<std::exception_ptr> errors(workers);
   auto run = [&](std::size_t w) {
     try {
-      for (std::size_t i = w; i < attrs_list.size(); i += workers) out[i] = project(attrs_list[i]);
+      for (std::size_t j = w; j < own.size(); j += workers) out[own[j]] = project(attrs_list[own[j]]);
     } catch (...) {
       errors[w] = std::current_exception();
     }

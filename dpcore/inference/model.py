@@ -120,10 +120,12 @@ class GraphicalModel:
         """The model's marginal on ``attrs`` as a Factor of counts (axes in ``attrs`` order)."""
         return self.project_many([attrs])[0]
 
-    def project_many(self, attrs_list):
+    def project_many(self, attrs_list, *, by_source: bool = False):
         """``[project(a) for a in attrs_list]``, with less work: a query contained in another
         query of the list is summed out of that one's marginal, and the rest run in one
-        compiled, threaded call (AIM projects every candidate every round)."""
+        compiled, threaded call (AIM projects every candidate every round). ``by_source``:
+        pairs spanning cliques by one pass per source attribute
+        (:meth:`dpcore.junction_tree.CalibratedTree.project_many`; equal up to rounding)."""
         from dpcore.factor import Factor
 
         queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
@@ -132,7 +134,7 @@ class GraphicalModel:
                 if a not in self.domain:
                     raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
         roots, owner = _roots(queries)
-        done = dict(zip(roots, self.calibrated.project_many(roots)))
+        done = dict(zip(roots, self.calibrated.project_many(roots, by_source=by_source)))
         out = []
         for attrs in queries:
             source = done[owner[frozenset(attrs)]]

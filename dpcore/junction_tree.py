@@ -209,6 +209,14 @@ class CalibratedTree:
         values = self._core.project_many([ids for ids, _ in queries], bool(by_source))
         return [Factor._trusted(sub, v) for (_, sub), v in zip(queries, values)]
 
+    def project_arrays(self, attrs_list: Sequence[Sequence[str]], *,
+                       by_source: bool = False) -> list[np.ndarray]:
+        """The ``.values`` of :meth:`project_many` (the same numbers), without the Factors."""
+        attrs_list = [_attr_tuple(a) for a in attrs_list]
+        remember = _query if len(attrs_list) <= _QUERIES_MAX else _fresh_query
+        return self._core.project_many([remember(self.tree, a)[0] for a in attrs_list],
+                                       bool(by_source))
+
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
         """``n`` records (n x d codes in the smallest unsigned dtype that holds them,
         :func:`dpcore.schema.code_dtype`; domain order) drawn from the model.

@@ -104,7 +104,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         """The model's marginals on ``cliques`` (data-domain cells: coarsened when derived)."""
         # pairs across cliques by one pass per source attribute (equal up to rounding): at
         # 100 attributes the per-pair eliminations were most of AIM's time
-        out = [f.datavector() for f in model.project_many([bases[r] for r in cliques], by_source=True)]
+        out = model.project_values([bases[r] for r in cliques], by_source=True)
         return [v if queries[r] is None else queries[r] @ v for r, v in zip(cliques, out)]
     weights = dict(zip(candidates, candidate_weights(candidates, normalise_weights(work))))
     sizes = {r: domain.size(r) for r in candidates}
@@ -167,9 +167,12 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         before = curator.privacy_filter.spent
         # The pool as a subset of the fixed candidate list (Curator.select's `among`: the list
         # is checked and its cells read once); the others' reference cells are never scored.
-        flat = np.zeros(cells_total)
-        if references:
-            flat[np.repeat(fits, cell_counts)] = np.concatenate(references)
+        if live.size == len(candidates):
+            flat = np.concatenate(references)
+        else:
+            flat = np.zeros(cells_total)
+            if references:
+                flat[np.repeat(fits, cell_counts)] = np.concatenate(references)
         index = int(np.searchsorted(live, curator.select(
             candidates, flat, epsilon, weights=all_weights, penalties=_EXPECTED_ABS * sigma * cell_counts,
             among=fits)))

@@ -46,6 +46,7 @@ class BitGraph {
  public:
   explicit BitGraph(int n) : n_(n), words_((n + 63) / 64), bits_(std::size_t(n) * words_, 0) {}
   std::uint64_t* row(int v) { return bits_.data() + std::size_t(v) * words_; }
+  const std::uint64_t* row(int v) const { return bits_.data() + std::size_t(v) * words_; }
   void connect(int a, int b) {
     row(a)[b >> 6] |= std::uint64_t{1} << (b & 63);
     row(b)[a >> 6] |= std::uint64_t{1} << (a & 63);
@@ -128,6 +129,20 @@ class Elimination {
     cost_[std::size_t(b)] = cost_of(b);
   }
   bool connected(int a, int b) const { return g_.connected(a, b); }
+  // True when the attributes left and the edges among them are o's: every later step (which
+  // reads only those) is then o's too. Edges to eliminated attributes do not matter.
+  bool same_future(const Elimination& o) const {
+    if (remaining_ != o.remaining_) return false;
+    const int W = g_.words();
+    for (std::size_t v = 0; v < alive_.size(); ++v) {
+      if (!alive_[v]) continue;
+      const std::uint64_t* a = g_.row(int(v));
+      const std::uint64_t* b = o.g_.row(int(v));
+      for (int w = 0; w < W; ++w)
+        if ((a[w] ^ b[w]) & remaining_[std::size_t(w)]) return false;
+    }
+    return true;
+  }
   int next() const {
     int best = -1;
     for (std::size_t v = 0; v < cost_.size(); ++v)
@@ -396,6 +411,13 @@ std::vector<double> JunctionTree::hypothetical_sizes_mb(
     for (int step = start; step < d; ++step) {
       steps.push_back(run.next());
       cliques.push_back(run.eliminate(steps.back()));
+      // Once the remaining graph is the base run's at the same step (the new edges' effect
+      // has been eliminated), the rest of the run is the base run's: take its steps.
+      if (resume && step + 1 < d && run.same_future(before[std::size_t(step + 1)])) {
+        cliques.insert(cliques.end(), elim.begin() + step + 1, elim.end());
+        steps.insert(steps.end(), order.begin() + step + 1, order.end());
+        break;
+      }
     }
     out.push_back(sum_cells(shape_, maximal_cliques(cliques, steps, d)) * kBytesPerCell /
                   kBytesPerMb);

@@ -151,10 +151,16 @@ class Elimination {
   }
   // Eliminates v: returns its clique (a bit row), its neighbours become a clique (fill-in).
   std::vector<std::uint64_t> eliminate(int v) {
+    std::vector<std::uint64_t> clique(std::size_t(g_.words()), 0);
+    eliminate_into(v, clique.data());
+    return clique;
+  }
+  // eliminate(v) writing the clique's bit row into `clique` (words() words).
+  void eliminate_into(int v, std::uint64_t* clique) {
     const int W = g_.words();
     nbrs_.clear();
     for_each_bit(g_.row(v), remaining_.data(), W, [&](int u) { nbrs_.push_back(u); });
-    std::vector<std::uint64_t> clique(std::size_t(W), 0);
+    std::fill(clique, clique + W, std::uint64_t{0});
     clique[std::size_t(v >> 6)] |= std::uint64_t{1} << (v & 63);
     for (int u : nbrs_) clique[std::size_t(u >> 6)] |= std::uint64_t{1} << (u & 63);
     for (std::size_t i = 0; i < nbrs_.size(); ++i)
@@ -162,7 +168,6 @@ class Elimination {
     remaining_[std::size_t(v >> 6)] &= ~(std::uint64_t{1} << (v & 63));
     alive_[std::size_t(v)] = 0;
     for (int u : nbrs_) cost_[std::size_t(u)] = cost_of(u);
-    return clique;
   }
 
  private:
@@ -189,17 +194,18 @@ class Elimination {
 // clique holding v_i, so N+(v_j) ⊆ C_i, and C_i is not maximal iff some such N+(v_j) has
 // |C_i| members (the perfect-elimination-ordering argument of Blair & Peyton, "An
 // introduction to chordal graphs and clique trees", 1993, Sec. 4). O(d W), not O(d^2 W).
-std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<std::uint64_t>>& elim,
-                                                 const std::vector<int>& order, int d) {
+// Which elimination cliques (bit rows of `words` words, in elimination `order`) are maximal.
+std::vector<char> maximal_flags(const std::vector<const std::uint64_t*>& elim,
+                                const std::vector<int>& order, int d, int words) {
   std::vector<int> step(std::size_t(d), 0);
   for (std::size_t i = 0; i < order.size(); ++i) step[std::size_t(order[i])] = int(i);
   std::vector<int> size(elim.size(), 0);
   for (std::size_t i = 0; i < elim.size(); ++i)
-    for (std::uint64_t w : elim[i]) size[i] += __builtin_popcountll(w);
+    for (int w = 0; w < words; ++w) size[i] += __builtin_popcountll(elim[i][w]);
   std::vector<char> maximal(elim.size(), 1);
   for (std::size_t j = 0; j < elim.size(); ++j) {
     int first = -1;  // the step of v_j's first later neighbour
-    for (std::size_t w = 0; w < elim[j].size(); ++w) {
+    for (int w = 0; w < words; ++w) {
       std::uint64_t x = elim[j][w];
       while (x) {
         const int v = int(w * 64) + __builtin_ctzll(x);
@@ -209,6 +215,14 @@ std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<s
     }
     if (first >= 0 && size[j] - 1 == size[std::size_t(first)]) maximal[std::size_t(first)] = 0;
   }
+  return maximal;
+}
+
+std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<std::uint64_t>>& elim,
+                                                 const std::vector<int>& order, int d) {
+  std::vector<const std::uint64_t*> rows;
+  for (const auto& r : elim) rows.push_back(r.data());
+  const std::vector<char> maximal = maximal_flags(rows, order, d, (d + 63) / 64);
   std::vector<std::vector<AttrId>> out;
   for (std::size_t i = 0; i < elim.size(); ++i) {
     if (!maximal[i]) continue;
@@ -219,6 +233,29 @@ std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<s
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// sum_cells(shape, maximal_cliques(...)) without building the cliques, for bit rows held
+// anywhere; NaN when the total reaches 2**53, where the order of the sum could matter (the
+// caller then takes the sorted cliques' sum, as a built tree does).
+double maximal_cells(const std::vector<const std::uint64_t*>& elim, const std::vector<int>& order,
+                     const std::vector<std::int64_t>& shape) {
+  const int d = static_cast<int>(shape.size()), words = (d + 63) / 64;
+  const std::vector<char> maximal = maximal_flags(elim, order, d, words);
+  double total = 0.0;
+  for (std::size_t i = 0; i < elim.size(); ++i) {
+    if (!maximal[i]) continue;
+    double cells = 1.0;
+    for (int w = 0; w < words; ++w) {
+      std::uint64_t x = elim[i][w];
+      while (x) {
+        cells *= static_cast<double>(shape[std::size_t(w * 64 + __builtin_ctzll(x))]);
+        x &= x - 1;
+      }
+    }
+    total += cells;
+  }
+  return total < 9007199254740992.0 ? total : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::vector<std::vector<AttrId>> triangulate_graph(const std::vector<std::int64_t>& shape,
@@ -385,6 +422,11 @@ std::vector<double> JunctionTree::hypothetical_sizes_mb(
   std::vector<double> out;
   out.reserve(batch.size());
   std::vector<std::pair<int, int>> edges;
+  const int W = (d + 63) / 64;
+  std::vector<const std::uint64_t*> base_rows, rows;
+  for (const auto& r : elim) base_rows.push_back(r.data());
+  std::vector<std::uint64_t> own(std::size_t(d) * std::size_t(W));
+  std::vector<int> steps;
   for (const auto& extra : batch) {
     edges.clear();
     for (const auto& c : extra)
@@ -406,21 +448,29 @@ std::vector<double> JunctionTree::hypothetical_sizes_mb(
     }
     Elimination run = resume ? before[std::size_t(start)] : base;
     for (const auto& [a, b] : edges) run.connect(a, b);
-    std::vector<std::vector<std::uint64_t>> cliques(elim.begin(), elim.begin() + start);
-    std::vector<int> steps(order.begin(), order.begin() + start);
+    // the base run's clique rows are shared, not copied; the run's own go in `own`
+    rows.assign(base_rows.begin(), base_rows.begin() + start);
+    steps.assign(order.begin(), order.begin() + start);
     for (int step = start; step < d; ++step) {
       steps.push_back(run.next());
-      cliques.push_back(run.eliminate(steps.back()));
+      std::uint64_t* row = own.data() + std::size_t(step) * std::size_t(W);
+      run.eliminate_into(steps.back(), row);
+      rows.push_back(row);
       // Once the remaining graph is the base run's at the same step (the new edges' effect
       // has been eliminated), the rest of the run is the base run's: take its steps.
       if (resume && step + 1 < d && run.same_future(before[std::size_t(step + 1)])) {
-        cliques.insert(cliques.end(), elim.begin() + step + 1, elim.end());
+        rows.insert(rows.end(), base_rows.begin() + step + 1, base_rows.end());
         steps.insert(steps.end(), order.begin() + step + 1, order.end());
         break;
       }
     }
-    out.push_back(sum_cells(shape_, maximal_cliques(cliques, steps, d)) * kBytesPerCell /
-                  kBytesPerMb);
+    double cells = maximal_cells(rows, steps, shape_);
+    if (std::isnan(cells)) {
+      std::vector<std::vector<std::uint64_t>> cliques;
+      for (const std::uint64_t* r : rows) cliques.emplace_back(r, r + W);
+      cells = sum_cells(shape_, maximal_cliques(cliques, steps, d));
+    }
+    out.push_back(cells * kBytesPerCell / kBytesPerMb);
   }
   return out;
 }

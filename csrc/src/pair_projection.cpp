@@ -7,9 +7,10 @@
 // clique C on the way to the pairs' other ends: rooted at h, a child C' of C with separator S
 // has P(a, C') = P(C') P(a | S), P(a | S) = P(a, S) / P(S) (a and C' \ S are independent
 // given S by the running-intersection property; when a is in C' too, P(a, C') is C''s belief).
-// P(a, b) is then summed out of P(a, C) at the clique C chosen for b. A pass costs about |a|
-// times the cells of the cliques it visits, against one elimination per pair. The numbers
-// equal project()'s up to rounding (a different order of sums and products).
+// P(a, b) is then summed out of P(a, C) at the clique C chosen for b, never forming P(a, C)
+// itself: a visited clique costs its cells plus |a| times the cells of its separators, against
+// one elimination per pair. The numbers equal project()'s up to rounding (a different order of
+// sums and products).
 #include "pair_projection.hpp"
 
 #include <algorithm>
@@ -91,14 +92,21 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
       for (int c = g.reader; c >= 0 && !needed[std::size_t(c)]; c = up[std::size_t(c)])
         needed[std::size_t(c)] = 1;
     }
-    // P(a, C) for the needed cliques in breadth-first order (parents first); a table is
-    // dropped once its last needed child has taken P(a | S) from it.
-    std::vector<Factor> joint(k);
-    std::vector<int> children_left(k, 0);
-    for (int c : order)
-      if (needed[std::size_t(c)] && up[std::size_t(c)] >= 0) ++children_left[std::size_t(up[std::size_t(c)])];
-    auto table = [&](int c) -> const Factor& {
-      return t.in_clique(c, a) ? beliefs[std::size_t(c)] : joint[std::size_t(c)];
+    // Walking outward (parents first), each needed clique c without a gets P(a | S) over its
+    // separator S with its parent. P(a, T) for T inside c (a child's separator, or {b}) is
+    // then Σ P(a | S) P(S ∪ T): c's belief is first summed down to S ∪ T, so a clique costs its
+    // cells plus |a| times those of S ∪ T, not |a| times its own (cliques with a: their belief).
+    std::vector<Factor> given(k);
+    auto with_a = [&](int c, const std::vector<AttrId>& wanted) {
+      std::vector<AttrId> keep(1, a);
+      for (AttrId x : wanted)
+        if (x != a) keep.push_back(x);
+      if (t.in_clique(c, a)) return beliefs[std::size_t(c)].project(keep);
+      const Factor& q = given[std::size_t(c)];   // over a, then S
+      std::vector<AttrId> both(q.attrs().begin() + 1, q.attrs().end());
+      for (AttrId x : wanted)
+        if (x != a && std::find(both.begin(), both.end(), x) == both.end()) both.push_back(x);
+      return multiply(q, beliefs[std::size_t(c)].project(both)).project(keep);
     };
     for (int c : order) {
       if (!needed[std::size_t(c)]) continue;
@@ -106,22 +114,17 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
       if (p >= 0 && !t.in_clique(c, a)) {
         // the separator marginal is stored on whichever end is the child in the tree's rooting
         const int child = t.parent(c) == p ? c : p;
-        const std::vector<AttrId>& sep = t.separator(child);
-        std::vector<AttrId> keep(1, a);
-        keep.insert(keep.end(), sep.begin(), sep.end());
-        Factor conditional = table(p).project(keep);
+        Factor conditional = with_a(p, t.separator(child));
         conditional.multiply_inplace(inverse(separators[std::size_t(child)]));
-        joint[std::size_t(c)] = multiply(conditional, beliefs[std::size_t(c)]);
+        given[std::size_t(c)] = std::move(conditional);
       }
-      if (p >= 0 && --children_left[std::size_t(p)] == 0) joint[std::size_t(p)] = Factor();
       for (const Target* g : reads[std::size_t(c)]) {
         const std::vector<AttrId>& q = attrs_list[g->index];
-        Factor m = table(c).project(q);
+        Factor m = with_a(c, q).project(q);
         const double total = m.sum();
         if (total > 0.0) m.multiply_scalar(1.0 / total);
         (*out)[g->index] = std::move(m);
       }
-      if (children_left[std::size_t(c)] == 0) joint[std::size_t(c)] = Factor();
     }
   };
 

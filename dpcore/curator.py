@@ -19,6 +19,7 @@ public map (used by :meth:`Curator.compress`). A reviewer audits this file, the 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
@@ -36,6 +37,7 @@ from dpcore.accounting.noise import (
     gaussian_noise,
     make_rng,
 )
+from dpcore.dataset import Dataset
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
 __all__ = ["Curator", "SCORE_GRID"]
@@ -81,6 +83,7 @@ class Curator:
         self.__cache: dict[tuple[str, ...], np.ndarray] = {}
         self._cliques: dict[tuple, tuple[str, ...]] = {}   # validated attrs -> canonical clique
         self._sizes: dict[tuple[str, ...], int] = {}       # canonical clique -> cells
+        self.__pool: _Pool | None = None    # the last candidate list select(among=...) checked
         self._filter = privacy_filter
         self._rng = make_rng(seed)
         # The exact samplers' source: the seeded generator (reproducible), else None = CSPRNG.
@@ -127,13 +130,25 @@ class Curator:
         view = object.__new__(type(self))
         view.__dataset = self.__dataset
         view.__maps = maps
+        view._domain = type(self._domain)(self._domain.attrs, tuple(sizes[a] for a in self._domain.attrs))
+        if self._integral and type(self.__dataset) is Dataset and maps:
+            # Count the coarsened codes instead of coarsening each marginal read (np.add.at per
+            # axis: a third of MST's read of all pairs at 100 attributes). Counts are exact
+            # integers either way, so the marginals are the same floats. Costs one copy of the
+            # records; weighted records keep the per-marginal path (its float sums' order).
+            records = np.array(self.__dataset.records, copy=True)
+            for attr, codes in maps.items():
+                col = self._domain.attrs.index(attr)
+                records[:, col] = codes[records[:, col]]
+            view.__dataset = Dataset(records, view._domain)
+            view.__maps = {}
         view.__cache = {}
         view._cliques = {}
         view._sizes = {}
+        view.__pool = None
         view._filter = self._filter
         view._rng = self._rng
         view._exact_rng = self._exact_rng
-        view._domain = type(self._domain)(self._domain.attrs, tuple(sizes[a] for a in self._domain.attrs))
         view._integral = self._integral
         view._reads = 0
         return view
@@ -169,7 +184,8 @@ class Curator:
             return true + discrete_gaussian_noise(sigma, true.size, self._exact_rng).astype(np.float64)
         return true + gaussian_noise(sigma, true.size, self._rng)
 
-    def select(self, candidates, reference, epsilon, *, weights=None, penalties=None) -> int:
+    def select(self, candidates, reference, epsilon, *, weights=None, penalties=None,
+               among=None) -> int:
         """Exponential mechanism: index of one candidate, Pr[r] ∝ exp(ε q_r / (2Δ)), sampled
         exactly (``dpcore.accounting.level_sampler.level_exponential_mechanism``; builds before
         2026-11-26 drew the same law by uniform proposals, so a seed may select differently).
@@ -189,7 +205,18 @@ class Curator:
         float64 by the marginal kernel; that rounding is outside this argument.
         Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential_mechanism.py; the sampler's
         exactness: proofs/level_sampling.py), charged first.
+
+        ``among`` (indices into ``candidates``, or a boolean mask over them): only these
+        candidates compete. The release is exactly ``select([candidates[i] for i in among],
+        ...)`` with the reference vectors, weights and penalties cut to them (Δ and the
+        ledger's candidate count are the subset's), except that the index returned is into
+        ``candidates``. For a caller drawing many times from subsets of one fixed list (MST's
+        Kruskal): the list is checked, and its true cells read, once (remembered for the last
+        list given), so a draw costs array arithmetic on the subset's cells, not Python per
+        candidate.
         """
+        if among is not None:
+            return self._select_among(candidates, reference, epsilon, weights, penalties, among)
         cliques = self._cliques_of(candidates, "candidates")
         if not cliques:
             raise InvalidArgumentError("candidates must hold at least one clique, got none")
@@ -220,6 +247,75 @@ class Curator:
         scores = [wr * (l1 - pr) for l1, wr, pr in zip(_l1_many(trues, refs, sizes), grid_w, grid_pen)]
         # In those units the sensitivity is top * SCORE_GRID; the law is the same.
         return _draw(scores, epsilon, top * SCORE_GRID, self._exact_rng)
+
+    def _select_among(self, candidates, reference, epsilon, weights, penalties, among) -> int:
+        """:meth:`select` with ``among``: the same checks, charge and scores on the subset.
+
+        Every candidate's reference is checked (not only the subset's), so the scores of all
+        of them can be computed in one pass after the first charge and kept with the list
+        while the next call's flat reference is equal (MST passes the same one at each step)."""
+        pool = self._pool_of(candidates)
+        k_all = len(pool.cliques)
+        live = _indices("among", among, k_all)
+        if not live.size:
+            raise InvalidArgumentError("among must pick at least one candidate, got none")
+        epsilon = _positive_finite("epsilon", epsilon)
+        w = self._vector("weights", weights, k_all, 1.0)[live]
+        if w.min() < 0:
+            raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
+        grid_w = self._grid("weights", w)
+        top = max(grid_w)
+        if top <= 0:
+            raise InvalidArgumentError(
+                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
+        delta = top / SCORE_GRID
+        grid_pen = self._grid("penalties", self._vector("penalties", penalties, k_all, 0.0)[live])
+        flat = isinstance(reference, np.ndarray) and reference.ndim == 1
+        if flat and pool.reference is not None and np.array_equal(reference, pool.reference):
+            refs = None                  # the L1 distances kept with the list still hold
+        elif flat:
+            refs = self._grid_flat(reference, pool.sizes)
+        else:
+            if len(reference) != k_all:
+                raise InvalidArgumentError(f"reference must hold {k_all} vectors (one per candidate), got {len(reference)}")
+            refs = self._grid_references(pool.cliques, reference, pool.sizes)
+        event = ExponentialEvent(epsilon, delta)
+        self._filter.charge(event, what={"release": "selection", "candidates": int(live.size),
+                                         "sensitivity": delta})
+        cells = self._read_cells(pool)
+        if refs is not None:    # after the charge: the distances read the data
+            pool.l1 = _l1_cells(cells, refs, pool.sizes)
+            pool.reference = np.array(reference, dtype=np.float64) if flat else None
+        l1 = pool.l1
+        scores = [wr * (l1[r] - pr) for r, wr, pr in zip(live.tolist(), grid_w, grid_pen)]
+        return int(live[_draw(scores, epsilon, top * SCORE_GRID, self._exact_rng)])
+
+    def _pool_of(self, candidates) -> _Pool:
+        """The checked cliques and sizes of ``candidates``, remembered for the last list: a
+        list of the very same tuple objects (immutable, so the same values) is not checked
+        again."""
+        items = candidates if isinstance(candidates, (list, tuple)) else list(candidates)
+        pool = self.__pool
+        if (pool is not None and len(pool.items) == len(items)
+                and all(map(operator.is_, pool.items, items))):
+            return pool
+        cliques = self._cliques_of(items, "candidates")
+        if not cliques:
+            raise InvalidArgumentError("candidates must hold at least one clique, got none")
+        pool = _Pool(tuple(items), cliques,
+                     np.fromiter(map(self._size, cliques), dtype=np.int64, count=len(cliques)))
+        if all(type(c) is tuple for c in items):
+            self.__pool = pool      # tuples of checked names: immutable, safe to match by identity
+        return pool
+
+    def _read_cells(self, pool) -> np.ndarray:
+        """THE sensitive read for a remembered candidate list: its true marginals on the score
+        grid (floor(G c)), concatenated, read once per list. Call only after a charge."""
+        if pool.cells is None:
+            pool.cells = np.floor(np.concatenate(self._read(pool.cliques)) * SCORE_GRID)
+        else:
+            self._reads += 1
+        return pool.cells
 
     def select_query(self, cliques, queries, epsilon, *, offsets=None, draws=None):
         """Exponential mechanism over single counting queries (FEM's query player, Vietri et
@@ -488,13 +584,48 @@ def _draw(scores: list, epsilon, sensitivity, rng) -> int:
     return level_exponential_mechanism(gaps, epsilon, sensitivity, rng)
 
 
+class _Pool:
+    """A checked candidate list (``select(among=...)``): its items as given, canonical cliques,
+    cell counts and, once read after a charge, its true cells on the score grid and their exact
+    L1 distances to the last flat reference given (sensitive: kept inside the curator)."""
+    __slots__ = ("items", "cliques", "sizes", "cells", "reference", "l1")
+
+    def __init__(self, items, cliques, sizes):
+        self.items, self.cliques, self.sizes = items, cliques, sizes
+        self.cells = None        # true cells on the grid, once read after a charge
+        self.reference = None    # the last flat reference (a copy) and its exact L1 per candidate
+        self.l1 = None
+
+
+def _indices(name, among, k) -> np.ndarray:
+    """``among`` as sorted distinct int64 indices into k candidates (a k-long boolean mask, or
+    indices), or a typed error."""
+    a = np.asarray(among)
+    if a.dtype == bool:
+        if a.shape != (k,):
+            raise InvalidArgumentError(f"{name} as a mask must hold {k} booleans, got shape {a.shape}")
+        return np.flatnonzero(a)
+    if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise InvalidArgumentError(f"{name} must be a boolean mask or 1-D integer indices, got {a.dtype} {a.shape}")
+    a = a.astype(np.int64)
+    if a.size and (a.min() < 0 or a.max() >= k):
+        raise InvalidArgumentError(f"{name} must index the {k} candidates, got {a.min()}..{a.max()}")
+    if a.size > 1 and not np.all(a[1:] > a[:-1]):
+        raise InvalidArgumentError(f"{name} must be increasing distinct indices")
+    return a
+
+
 def _l1_many(trues, refs: np.ndarray, sizes: np.ndarray) -> list[int]:
     """``[_l1(floor(t * SCORE_GRID), ref_r) for each candidate r]``, with the grid references
     of all candidates in one flat array (``sizes`` cells each): one pass of array arithmetic
     instead of a few small NumPy calls per candidate. Exact: the int64 path is taken only where
     :func:`_l1` would take it (no cell at or above the limit, no sum that could overflow); any
     candidate outside it gets :func:`_l1` itself."""
-    cells = np.floor(np.concatenate(trues) * SCORE_GRID)
+    return _l1_cells(np.floor(np.concatenate(trues) * SCORE_GRID), refs, sizes)
+
+
+def _l1_cells(cells: np.ndarray, refs: np.ndarray, sizes: np.ndarray) -> list[int]:
+    """:func:`_l1_many` on the true cells already on the grid and concatenated."""
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     if cells.size and np.abs(cells).max() >= _SCORE_LIMIT * SCORE_GRID:
         return [_l1(cells[s:s + n], refs[s:s + n]) for s, n in zip(starts.tolist(), sizes.tolist())]

@@ -216,7 +216,6 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
     refs = [f.datavector() for f in estimate_model.project_many(everything)]
     # one flat reference array; a step passes the cells of its pool's pairs (Curator.select)
     flat = np.concatenate(refs)
-    owner = np.repeat(np.arange(len(everything)), [r.size for r in refs])
     # The pool of a step is every pair joining two components, in the order of `everything`:
     # found from one component label per attribute with array arithmetic (a Python test of
     # every pair at every step made the selection O(d^3) in the interpreter).
@@ -231,13 +230,13 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
         epsilon = exponential_epsilon(left / (steps - k))
         label = np.array([position[_find(parent, a)] for a in domain.attrs], dtype=np.int64)
         joins = label[first] != label[second]
-        live = np.flatnonzero(joins).tolist()
-        pool = [everything[i] for i in live]
         before = curator.privacy_filter.spent
-        pair = pool[curator.select(pool, flat[joins[owner]], epsilon)]
+        # the pool is `everything` cut to the joining pairs: the curator checks the fixed
+        # list and reads its cells once, a step is array work on the pool (Curator.select)
+        pair = everything[curator.select(everything, flat, epsilon, among=joins)]
         _union(parent, *pair)
         chosen.append(pair)
-        log("select", pair, None, epsilon, len(pool), curator.privacy_filter.spent - before, start)
+        log("select", pair, None, epsilon, int(joins.sum()), curator.privacy_filter.spent - before, start)
     return chosen
 
 

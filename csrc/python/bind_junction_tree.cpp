@@ -137,17 +137,18 @@ void bind_junction_tree(py::module_& m) {
           py::arg("attrs"))
       .def(
           "project_many",
-          [](const CalibratedTree& c, const std::vector<std::vector<AttrId>>& attrs_list) {
+          [](const CalibratedTree& c, const std::vector<std::vector<AttrId>>& attrs_list,
+             bool by_source) {
             std::vector<Factor> fs;
             {
               py::gil_scoped_release release;
-              fs = c.project_many(attrs_list);
+              fs = c.project_many(attrs_list, by_source);
             }
             py::list out;
             for (const Factor& f : fs) out.append(to_array(f));
             return out;
           },
-          py::arg("attrs_list"))
+          py::arg("attrs_list"), py::arg("by_source") = false)
       .def(
           "sample",
           [](const CalibratedTree& c, std::int64_t n, const std::string& method,

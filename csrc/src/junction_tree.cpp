@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "dpcore/errors.hpp"
+#include "pair_projection.hpp"
 #include "parallel.hpp"
 
 namespace dpcore {
@@ -45,6 +46,7 @@ class BitGraph {
  public:
   explicit BitGraph(int n) : n_(n), words_((n + 63) / 64), bits_(std::size_t(n) * words_, 0) {}
   std::uint64_t* row(int v) { return bits_.data() + std::size_t(v) * words_; }
+  const std::uint64_t* row(int v) const { return bits_.data() + std::size_t(v) * words_; }
   void connect(int a, int b) {
     row(a)[b >> 6] |= std::uint64_t{1} << (b & 63);
     row(b)[a >> 6] |= std::uint64_t{1} << (a & 63);
@@ -127,6 +129,20 @@ class Elimination {
     cost_[std::size_t(b)] = cost_of(b);
   }
   bool connected(int a, int b) const { return g_.connected(a, b); }
+  // True when the attributes left and the edges among them are o's: every later step (which
+  // reads only those) is then o's too. Edges to eliminated attributes do not matter.
+  bool same_future(const Elimination& o) const {
+    if (remaining_ != o.remaining_) return false;
+    const int W = g_.words();
+    for (std::size_t v = 0; v < alive_.size(); ++v) {
+      if (!alive_[v]) continue;
+      const std::uint64_t* a = g_.row(int(v));
+      const std::uint64_t* b = o.g_.row(int(v));
+      for (int w = 0; w < W; ++w)
+        if ((a[w] ^ b[w]) & remaining_[std::size_t(w)]) return false;
+    }
+    return true;
+  }
   int next() const {
     int best = -1;
     for (std::size_t v = 0; v < cost_.size(); ++v)
@@ -135,10 +151,16 @@ class Elimination {
   }
   // Eliminates v: returns its clique (a bit row), its neighbours become a clique (fill-in).
   std::vector<std::uint64_t> eliminate(int v) {
+    std::vector<std::uint64_t> clique(std::size_t(g_.words()), 0);
+    eliminate_into(v, clique.data());
+    return clique;
+  }
+  // eliminate(v) writing the clique's bit row into `clique` (words() words).
+  void eliminate_into(int v, std::uint64_t* clique) {
     const int W = g_.words();
     nbrs_.clear();
     for_each_bit(g_.row(v), remaining_.data(), W, [&](int u) { nbrs_.push_back(u); });
-    std::vector<std::uint64_t> clique(std::size_t(W), 0);
+    std::fill(clique, clique + W, std::uint64_t{0});
     clique[std::size_t(v >> 6)] |= std::uint64_t{1} << (v & 63);
     for (int u : nbrs_) clique[std::size_t(u >> 6)] |= std::uint64_t{1} << (u & 63);
     for (std::size_t i = 0; i < nbrs_.size(); ++i)
@@ -146,7 +168,6 @@ class Elimination {
     remaining_[std::size_t(v >> 6)] &= ~(std::uint64_t{1} << (v & 63));
     alive_[std::size_t(v)] = 0;
     for (int u : nbrs_) cost_[std::size_t(u)] = cost_of(u);
-    return clique;
   }
 
  private:
@@ -173,17 +194,18 @@ class Elimination {
 // clique holding v_i, so N+(v_j) ⊆ C_i, and C_i is not maximal iff some such N+(v_j) has
 // |C_i| members (the perfect-elimination-ordering argument of Blair & Peyton, "An
 // introduction to chordal graphs and clique trees", 1993, Sec. 4). O(d W), not O(d^2 W).
-std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<std::uint64_t>>& elim,
-                                                 const std::vector<int>& order, int d) {
+// Which elimination cliques (bit rows of `words` words, in elimination `order`) are maximal.
+std::vector<char> maximal_flags(const std::vector<const std::uint64_t*>& elim,
+                                const std::vector<int>& order, int d, int words) {
   std::vector<int> step(std::size_t(d), 0);
   for (std::size_t i = 0; i < order.size(); ++i) step[std::size_t(order[i])] = int(i);
   std::vector<int> size(elim.size(), 0);
   for (std::size_t i = 0; i < elim.size(); ++i)
-    for (std::uint64_t w : elim[i]) size[i] += __builtin_popcountll(w);
+    for (int w = 0; w < words; ++w) size[i] += __builtin_popcountll(elim[i][w]);
   std::vector<char> maximal(elim.size(), 1);
   for (std::size_t j = 0; j < elim.size(); ++j) {
     int first = -1;  // the step of v_j's first later neighbour
-    for (std::size_t w = 0; w < elim[j].size(); ++w) {
+    for (int w = 0; w < words; ++w) {
       std::uint64_t x = elim[j][w];
       while (x) {
         const int v = int(w * 64) + __builtin_ctzll(x);
@@ -193,6 +215,14 @@ std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<s
     }
     if (first >= 0 && size[j] - 1 == size[std::size_t(first)]) maximal[std::size_t(first)] = 0;
   }
+  return maximal;
+}
+
+std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<std::uint64_t>>& elim,
+                                                 const std::vector<int>& order, int d) {
+  std::vector<const std::uint64_t*> rows;
+  for (const auto& r : elim) rows.push_back(r.data());
+  const std::vector<char> maximal = maximal_flags(rows, order, d, (d + 63) / 64);
   std::vector<std::vector<AttrId>> out;
   for (std::size_t i = 0; i < elim.size(); ++i) {
     if (!maximal[i]) continue;
@@ -203,6 +233,29 @@ std::vector<std::vector<AttrId>> maximal_cliques(const std::vector<std::vector<s
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// sum_cells(shape, maximal_cliques(...)) without building the cliques, for bit rows held
+// anywhere; NaN when the total reaches 2**53, where the order of the sum could matter (the
+// caller then takes the sorted cliques' sum, as a built tree does).
+double maximal_cells(const std::vector<const std::uint64_t*>& elim, const std::vector<int>& order,
+                     const std::vector<std::int64_t>& shape) {
+  const int d = static_cast<int>(shape.size()), words = (d + 63) / 64;
+  const std::vector<char> maximal = maximal_flags(elim, order, d, words);
+  double total = 0.0;
+  for (std::size_t i = 0; i < elim.size(); ++i) {
+    if (!maximal[i]) continue;
+    double cells = 1.0;
+    for (int w = 0; w < words; ++w) {
+      std::uint64_t x = elim[i][w];
+      while (x) {
+        cells *= static_cast<double>(shape[std::size_t(w * 64 + __builtin_ctzll(x))]);
+        x &= x - 1;
+      }
+    }
+    total += cells;
+  }
+  return total < 9007199254740992.0 ? total : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::vector<std::vector<AttrId>> triangulate_graph(const std::vector<std::int64_t>& shape,
@@ -369,6 +422,11 @@ std::vector<double> JunctionTree::hypothetical_sizes_mb(
   std::vector<double> out;
   out.reserve(batch.size());
   std::vector<std::pair<int, int>> edges;
+  const int W = (d + 63) / 64;
+  std::vector<const std::uint64_t*> base_rows, rows;
+  for (const auto& r : elim) base_rows.push_back(r.data());
+  std::vector<std::uint64_t> own(std::size_t(d) * std::size_t(W));
+  std::vector<int> steps;
   for (const auto& extra : batch) {
     edges.clear();
     for (const auto& c : extra)
@@ -390,14 +448,29 @@ std::vector<double> JunctionTree::hypothetical_sizes_mb(
     }
     Elimination run = resume ? before[std::size_t(start)] : base;
     for (const auto& [a, b] : edges) run.connect(a, b);
-    std::vector<std::vector<std::uint64_t>> cliques(elim.begin(), elim.begin() + start);
-    std::vector<int> steps(order.begin(), order.begin() + start);
+    // the base run's clique rows are shared, not copied; the run's own go in `own`
+    rows.assign(base_rows.begin(), base_rows.begin() + start);
+    steps.assign(order.begin(), order.begin() + start);
     for (int step = start; step < d; ++step) {
       steps.push_back(run.next());
-      cliques.push_back(run.eliminate(steps.back()));
+      std::uint64_t* row = own.data() + std::size_t(step) * std::size_t(W);
+      run.eliminate_into(steps.back(), row);
+      rows.push_back(row);
+      // Once the remaining graph is the base run's at the same step (the new edges' effect
+      // has been eliminated), the rest of the run is the base run's: take its steps.
+      if (resume && step + 1 < d && run.same_future(before[std::size_t(step + 1)])) {
+        rows.insert(rows.end(), base_rows.begin() + step + 1, base_rows.end());
+        steps.insert(steps.end(), order.begin() + step + 1, order.end());
+        break;
+      }
     }
-    out.push_back(sum_cells(shape_, maximal_cliques(cliques, steps, d)) * kBytesPerCell /
-                  kBytesPerMb);
+    double cells = maximal_cells(rows, steps, shape_);
+    if (std::isnan(cells)) {
+      std::vector<std::vector<std::uint64_t>> cliques;
+      for (const std::uint64_t* r : rows) cliques.emplace_back(r, r + W);
+      cells = sum_cells(shape_, maximal_cliques(cliques, steps, d));
+    }
+    out.push_back(cells * kBytesPerCell / kBytesPerMb);
   }
   return out;
 }
@@ -779,26 +852,34 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
 }
 
 std::vector<Factor> CalibratedTree::project_many(
-    const std::vector<std::vector<AttrId>>& attrs_list) const {
+    const std::vector<std::vector<AttrId>>& attrs_list, bool by_source) const {
   for (const auto& attrs : attrs_list)
     check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
   std::vector<Factor> out(attrs_list.size());
   // Queries are independent and project() only reads the tree: split them over the cores,
   // unless they are all cheap (sums within small cliques), where starting threads would cost
   // more than the work (the estimation loop calls this every iteration).
+  std::vector<std::size_t> own, pairs;  // queries for project(), pairs for the source passes
   double work = 0.0;
-  for (const auto& attrs : attrs_list) {
-    const int home = tree_->containing_clique(attrs);
+  for (std::size_t i = 0; i < attrs_list.size(); ++i) {
+    const int home = tree_->containing_clique(attrs_list[i]);
+    if (by_source && home < 0 && attrs_list[i].size() == 2) {
+      pairs.push_back(i);
+      continue;
+    }
+    own.push_back(i);
     work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
   }
+  if (!pairs.empty())
+    project_pairs_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out);
   const std::size_t workers =
       work < 2.0 * double(kGrainCells)
           ? 1
-          : std::min<std::size_t>(kernel_threads(), attrs_list.size() / 2 + 1);
+          : std::min<std::size_t>(kernel_threads(), own.size() / 2 + 1);
   std::vector<std::exception_ptr> errors(workers);
   auto run = [&](std::size_t w) {
     try {
-      for (std::size_t i = w; i < attrs_list.size(); i += workers) out[i] = project(attrs_list[i]);
+      for (std::size_t j = w; j < own.size(); j += workers) out[own[j]] = project(attrs_list[own[j]]);
     } catch (...) {
       errors[w] = std::current_exception();
     }

@@ -105,6 +105,20 @@ static void check_against_brute_force(const std::vector<std::int64_t>& shape,
   const std::vector<Factor> many = cal.project_many(batch);
   CHECK(many.size() == batch.size());
   for (std::size_t q = 0; q < batch.size(); ++q) CHECK(many[q].values() == cal.project(batch[q]).values());
+  // The source passes (pairs across cliques) agree with project() and the joint up to
+  // rounding; the other queries (triples, one attribute) are project()'s, bit for bit.
+  std::vector<std::vector<AttrId>> mixed(batch);
+  mixed.push_back({0});
+  if (d >= 3) mixed.push_back({2, 0, 1});
+  const std::vector<Factor> passes = cal.project_many(mixed, true);
+  CHECK(passes.size() == mixed.size());
+  for (std::size_t q = 0; q < mixed.size(); ++q) {
+    const Factor want = joint.project(mixed[q]);
+    CHECK(passes[q].attrs() == mixed[q]);
+    for (std::uint64_t i = 0; i < want.size(); ++i)
+      CHECK_NEAR(passes[q].values()[i], want.values()[i], 1e-12);
+    if (mixed[q].size() != 2) CHECK(passes[q].values() == cal.project(mixed[q]).values());
+  }
   for (int a = 0; a < d; ++a)
     for (int b = a + 1; b < d; ++b)
       for (int c = b; c < d; ++c) {

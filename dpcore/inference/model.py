@@ -120,10 +120,12 @@ class GraphicalModel:
         """The model's marginal on ``attrs`` as a Factor of counts (axes in ``attrs`` order)."""
         return self.project_many([attrs])[0]
 
-    def project_many(self, attrs_list):
+    def project_many(self, attrs_list, *, by_source: bool = False):
         """``[project(a) for a in attrs_list]``, with less work: a query contained in another
         query of the list is summed out of that one's marginal, and the rest run in one
-        compiled, threaded call (AIM projects every candidate every round)."""
+        compiled, threaded call (AIM projects every candidate every round). ``by_source``:
+        pairs spanning cliques by one pass per source attribute
+        (:meth:`dpcore.junction_tree.CalibratedTree.project_many`; equal up to rounding)."""
         from dpcore.factor import Factor
 
         queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
@@ -132,7 +134,7 @@ class GraphicalModel:
                 if a not in self.domain:
                     raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
         roots, owner = _roots(queries)
-        done = dict(zip(roots, self.calibrated.project_many(roots)))
+        done = dict(zip(roots, self.calibrated.project_many(roots, by_source=by_source)))
         out = []
         for attrs in queries:
             source = done[owner[frozenset(attrs)]]
@@ -144,6 +146,33 @@ class GraphicalModel:
                 factor = source
             out.append(Factor._trusted(factor.domain, factor.values * self.total))
         return out
+
+    def project_values(self, attrs_list, *, by_source: bool = False) -> list[np.ndarray]:
+        """``[f.datavector() for f in project_many(attrs_list, by_source=...)]``: the same
+        numbers, as flat count vectors, without a Factor per query where the query is itself
+        one of the compiled call's (AIM's ~5,000 candidates a round)."""
+        queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
+        for attrs in queries:
+            for a in attrs:
+                if a not in self.domain:
+                    raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
+        roots, owner = _roots(queries)
+        done = dict(zip(roots, self.calibrated.project_arrays(roots, by_source=by_source)))
+        out = []
+        for attrs in queries:
+            root = owner[frozenset(attrs)]
+            if root == attrs:
+                out.append((done[root] * self.total).reshape(-1))
+            else:   # summed out of, or transposed from, a larger query: project_many's way
+                out.append(self._from_root(root, done[root], attrs).reshape(-1))
+        return out
+
+    def _from_root(self, root, values, attrs) -> np.ndarray:
+        from dpcore.factor import Factor
+
+        source = Factor._trusted(self.domain.project(root), values)
+        factor = source.project(attrs) if len(root) != len(attrs) else source.transpose(attrs)
+        return factor.values * self.total
 
     def synthetic_data(self, rows: int | None = None, method: str = "round", seed=None):
         """A synthetic Dataset of ``rows`` records (default: the total, rounded).

@@ -83,3 +83,105 @@ def test_l1_many_equals_one_l1_per_candidate_including_the_exact_fallbacks(sizes
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     want = [_l1(np.floor(t * SCORE_GRID), refs[s:s + n]) for t, s, n in zip(trues, starts, sizes)]
     assert _l1_many(trues, refs, np.array(sizes, dtype=np.int64)) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(selections(), st.data())
+def test_select_among_is_select_on_the_subset_step_after_step(case, data):
+    # A sequence of draws from subsets of one fixed list (as MST's Kruskal makes them), with
+    # the flat reference kept, changed in place, or replaced: each draw and each ledger entry
+    # equals what select on the explicit subset gives from a curator with the same seed.
+    domain, records, cands, refs, weights, penalties, seed = case
+    k = len(cands)
+    flat = np.concatenate(refs)
+    fast = Curator(Dataset(records, domain), PrivacyFilter(100), seed=seed)
+    slow = Curator(Dataset(records, domain), PrivacyFilter(100), seed=seed)
+    for step in range(data.draw(st.integers(1, 4))):
+        mask = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)))
+        if not mask.any():
+            mask[data.draw(st.integers(0, k - 1))] = True
+        how = data.draw(st.sampled_from(["same", "in place", "new", "vectors"]))
+        if how == "in place":
+            flat[data.draw(st.integers(0, flat.size - 1))] += 1.0   # must not reuse old scores
+        elif how == "new":
+            flat = flat + 0.5
+        starts = np.cumsum([0] + [r.size for r in refs]).tolist()
+        pieces = [flat[s:s + r.size] for s, r in zip(starts, refs)]
+        reference = pieces if how == "vectors" else flat
+        among = mask if data.draw(st.booleans()) else np.flatnonzero(mask)
+        live = np.flatnonzero(mask).tolist()
+        got = fast.select(cands, reference, 1.5, weights=weights, penalties=penalties, among=among)
+        sub_flat = np.concatenate([pieces[i] for i in live])
+        want = slow.select([cands[i] for i in live], sub_flat, 1.5,
+                           weights=[weights[i] for i in live], penalties=[penalties[i] for i in live])
+        assert got == live[want]
+        assert fast.privacy_filter.ledger.entries == slow.privacy_filter.ledger.entries
+    assert fast.reads == slow.reads
+
+
+def test_select_among_checks_its_mask_before_any_charge():
+    domain = Domain(("a", "b"), (2, 3))
+    data = Dataset(np.array([[0, 1], [1, 2]]), domain)
+    curator = Curator(data, PrivacyFilter(10), seed=0)
+    cands = [("a",), ("b",)]
+    import pytest
+    from dpcore.errors import InvalidArgumentError
+    for among, match in ((np.array([True]), "mask must hold 2"), (np.array([False, False]), "at least one"),
+                         ([0, 2], "must index the 2"), ([1, 0], "increasing"), ([[0]], "1-D"),
+                         (np.array([0.5]), "1-D integer")):
+        with pytest.raises(InvalidArgumentError, match=match):
+            curator.select(cands, np.zeros(5), 1.0, among=among)
+    with pytest.raises(InvalidArgumentError, match="flat array must hold 5"):
+        curator.select(cands, np.zeros(3), 1.0, among=[0])
+    with pytest.raises(InvalidArgumentError, match="reference must be finite"):
+        # every candidate's reference is checked, not only the subset's
+        curator.select(cands, np.array([0, 0, np.nan, 0, 0]), 1.0, among=[0])
+    assert curator.privacy_filter.ledger.entries == () and curator.reads == 0
+    assert curator.select(cands, np.zeros(5), 1.0, among=[1]) == 1
+    assert curator.privacy_filter.ledger.entries[0].what["candidates"] == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_a_compressed_view_reads_the_coarsened_marginals_counted_or_aggregated(data):
+    # Integer counts are read from the re-coded records, weighted ones aggregated per read;
+    # either way (and for a view of a view) a marginal is the brute-force coarsened count.
+    d = data.draw(st.integers(2, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
+    domain = Domain(tuple(f"x{i}" for i in range(d)), shape)
+    n = data.draw(st.integers(0, 20))
+    records = np.array([[data.draw(st.integers(0, s - 1)) for s in shape] for _ in range(n)],
+                       dtype=np.int64).reshape(n, d)
+    weights = None
+    if data.draw(st.booleans()):
+        weights = np.array(data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n)))
+
+    def coarsening(sizes):
+        maps = {}
+        for a, s in zip(domain.attrs, sizes):
+            if data.draw(st.booleans()):
+                k = data.draw(st.integers(1, s))
+                codes = np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=s, max_size=s)))
+                codes[:k] = np.arange(k)    # onto 0..k-1
+                maps[a] = codes
+        return maps
+
+    curator = Curator(Dataset(records, domain, weights=weights), PrivacyFilter(100), seed=0)
+    first = coarsening(shape)
+    view = curator.compress(first)
+    second = coarsening(view.domain.shape)
+    view2 = view.compress(second)
+    recoded = records.copy()
+    for maps in (first, second):
+        for a, codes in maps.items():
+            recoded[:, domain.attrs.index(a)] = codes[recoded[:, domain.attrs.index(a)]]
+    w = np.ones(n) if weights is None else weights
+    for clique in [c for k in (1, 2) for c in itertools.combinations(domain.attrs, k)]:
+        axes = [domain.attrs.index(a) for a in clique]
+        want = np.zeros([view2.domain.shape[i] for i in axes])
+        for row, wr in zip(recoded, w):
+            want[tuple(row[axes])] += wr
+        (got,) = view2._read([clique])
+        np.testing.assert_allclose(got, want.ravel(), rtol=1e-12, atol=1e-12)
+        if weights is None:
+            assert np.array_equal(got, want.ravel())

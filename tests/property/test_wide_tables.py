@@ -59,7 +59,8 @@ def test_hypothetical_sizes_equal_the_size_of_the_tree_built_with_the_candidate(
 @given(st.sampled_from([10, 25, 40, 63, 64, 65, 100, 130]), st.data())
 def test_resumed_hypothetical_runs_equal_fresh_trees_on_wider_graphs(d, data):
     # A hypothetical run resumes the base run where it first eliminates an endpoint of a new
-    # edge; with many attributes (sizes 1-4: ties of cost) that point is deep in the run.
+    # edge, and takes the base run's remaining steps once its remaining graph is the base's
+    # again; with many attributes (sizes 1-4: ties of cost) both points are deep in the run.
     shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
     domain = Domain(tuple(f"x{i}" for i in range(d)), shape)
     pick = st.lists(st.sampled_from(domain.attrs), min_size=1, max_size=3, unique=True).map(tuple)

@@ -123,3 +123,21 @@ def test_project_many_matches_single_projections_on_random_query_lists():
             np.testing.assert_allclose(f.values, want.values, rtol=1e-12, atol=1e-9)
 
     check()
+
+
+def test_project_values_are_project_many_datavectors_bit_for_bit():
+    # Roots, contained queries (summed out), transposed ones, duplicates, a string; both ways
+    # of answering pairs across cliques (by_source changes the numbers only in their last bits).
+    domain, model = small_model(2)
+    queries = [("a", "b", "c"), ("c", "a"), "d", ("b",), ("d", "b"), ("b", "d"), ("a", "d"),
+               ("c", "a"), ("b", "c", "d")]
+    for by_source in (False, True):
+        values = model.project_values(queries, by_source=by_source)
+        factors = model.project_many(queries, by_source=by_source)
+        assert len(values) == len(factors) == len(queries)
+        for v, f in zip(values, factors):
+            np.testing.assert_array_equal(v, f.datavector())
+    for v, f in zip(model.project_values(queries, by_source=True), model.project_many(queries)):
+        np.testing.assert_allclose(v, f.datavector(), rtol=1e-12, atol=1e-9)
+    with pytest.raises(Exception, match="not in the domain"):
+        model.project_values([("a", "zz")])

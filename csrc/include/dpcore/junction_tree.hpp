@@ -119,8 +119,12 @@ class CalibratedTree {
   /// messages flow up the subtree carrying the wanted attributes, each clique first summing
   /// out the attributes that no neighbour and no query needs.
   Factor project(const std::vector<AttrId>& attrs) const;
-  /// project() for each attribute list, the queries split over up to 4 threads.
-  std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list) const;
+  /// project() for each attribute list, the queries split over up to 4 threads. With
+  /// `by_source`, the two-attribute queries in no common clique are instead answered by one
+  /// outward pass per source attribute (csrc/src/pair_projection.cpp): the same marginals up
+  /// to rounding, far less work when many pairs share an attribute (AIM's all-2-way pool).
+  std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list,
+                                   bool by_source = false) const;
 
  private:
   std::shared_ptr<const JunctionTree> tree_;

@@ -213,7 +213,9 @@ class Curator:
         ``candidates``. For a caller drawing many times from subsets of one fixed list (MST's
         Kruskal): the list is checked, and its true cells read, once (remembered for the last
         list given), so a draw costs array arithmetic on the subset's cells, not Python per
-        candidate.
+        candidate. Every candidate of the list, competing or not, must have a valid reference,
+        weight and penalty (the list is checked whole); the list is remembered only when its
+        items are tuples.
         """
         if among is not None:
             return self._select_among(candidates, reference, epsilon, weights, penalties, among)

@@ -166,7 +166,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         w = all_weights[live]
         before = curator.privacy_filter.spent
         # The pool as a subset of the fixed candidate list (Curator.select's `among`: the list
-        # is checked and its cells read once); the others' reference cells are never scored.
+        # is checked and its cells read once). Only the pool competes; the others' cells get a
+        # zero reference, scored inside the curator (after the charge) but never drawn.
         if live.size == len(candidates):
             flat = np.concatenate(references)
         else:

@@ -224,15 +224,7 @@ class Curator:
             raise InvalidArgumentError("candidates must hold at least one clique, got none")
         epsilon = _positive_finite("epsilon", epsilon)
         k = len(cliques)
-        w = self._vector("weights", weights, k, 1.0)
-        if w.min() < 0:
-            raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
-        grid_w = self._grid("weights", w)
-        top = max(grid_w)
-        if top <= 0:
-            raise InvalidArgumentError(
-                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
-        delta = top / SCORE_GRID  # exact: a dyadic rational of < 53 bits
+        grid_w, top, delta = self._weights_grid(self._vector("weights", weights, k, 1.0))
         grid_pen = self._grid("penalties", self._vector("penalties", penalties, k, 0.0))
         sizes = np.fromiter(map(self._size, cliques), dtype=np.int64, count=k)
         if isinstance(reference, np.ndarray) and reference.ndim == 1:
@@ -250,6 +242,18 @@ class Curator:
         # In those units the sensitivity is top * SCORE_GRID; the law is the same.
         return _draw(scores, epsilon, top * SCORE_GRID, self._exact_rng)
 
+    def _weights_grid(self, w: np.ndarray) -> tuple[list, int, float]:
+        """Checked weights on the score grid, their maximum and the sensitivity Δ it gives
+        (exact: a dyadic rational of < 53 bits)."""
+        if w.min() < 0:
+            raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
+        grid_w = self._grid("weights", w)
+        top = max(grid_w)
+        if top <= 0:
+            raise InvalidArgumentError(
+                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
+        return grid_w, top, top / SCORE_GRID
+
     def _select_among(self, candidates, reference, epsilon, weights, penalties, among) -> int:
         """:meth:`select` with ``among``: the same checks, charge and scores on the subset.
 
@@ -262,15 +266,7 @@ class Curator:
         if not live.size:
             raise InvalidArgumentError("among must pick at least one candidate, got none")
         epsilon = _positive_finite("epsilon", epsilon)
-        w = self._vector("weights", weights, k_all, 1.0)[live]
-        if w.min() < 0:
-            raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
-        grid_w = self._grid("weights", w)
-        top = max(grid_w)
-        if top <= 0:
-            raise InvalidArgumentError(
-                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
-        delta = top / SCORE_GRID
+        grid_w, top, delta = self._weights_grid(self._vector("weights", weights, k_all, 1.0)[live])
         grid_pen = self._grid("penalties", self._vector("penalties", penalties, k_all, 0.0)[live])
         flat = isinstance(reference, np.ndarray) and reference.ndim == 1
         if flat and pool.reference is not None and np.array_equal(reference, pool.reference):

@@ -128,11 +128,7 @@ class GraphicalModel:
         (:meth:`dpcore.junction_tree.CalibratedTree.project_many`; equal up to rounding)."""
         from dpcore.factor import Factor
 
-        queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
-        for attrs in queries:
-            for a in attrs:
-                if a not in self.domain:
-                    raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
+        queries = self._queries(attrs_list)
         roots, owner = _roots(queries)
         done = dict(zip(roots, self.calibrated.project_many(roots, by_source=by_source)))
         out = []
@@ -147,15 +143,20 @@ class GraphicalModel:
             out.append(Factor._trusted(factor.domain, factor.values * self.total))
         return out
 
-    def project_values(self, attrs_list, *, by_source: bool = False) -> list[np.ndarray]:
-        """``[f.datavector() for f in project_many(attrs_list, by_source=...)]``: the same
-        numbers, as flat count vectors, without a Factor per query where the query is itself
-        one of the compiled call's (AIM's ~5,000 candidates a round)."""
+    def _queries(self, attrs_list) -> list[tuple[str, ...]]:
+        """The queries as attribute tuples, each attribute checked against the domain."""
         queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
         for attrs in queries:
             for a in attrs:
                 if a not in self.domain:
                     raise DomainError(f"attribute {a!r} is not in the domain {self.domain.attrs}")
+        return queries
+
+    def project_values(self, attrs_list, *, by_source: bool = False) -> list[np.ndarray]:
+        """``[f.datavector() for f in project_many(attrs_list, by_source=...)]``: the same
+        numbers, as flat count vectors, without a Factor per query where the query is itself
+        one of the compiled call's (AIM's ~5,000 candidates a round)."""
+        queries = self._queries(attrs_list)
         roots, owner = _roots(queries)
         done = dict(zip(roots, self.calibrated.project_arrays(roots, by_source=by_source)))
         out = []

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <numeric>
 #include <string>
-#include <thread>
 
 #include "dpcore/errors.hpp"
 #include "pair_projection.hpp"
@@ -876,20 +874,8 @@ std::vector<Factor> CalibratedTree::project_many(
       work < 2.0 * double(kGrainCells)
           ? 1
           : std::min<std::size_t>(kernel_threads(), own.size() / 2 + 1);
-  std::vector<std::exception_ptr> errors(workers);
-  auto run = [&](std::size_t w) {
-    try {
-      for (std::size_t j = w; j < own.size(); j += workers) out[own[j]] = project(attrs_list[own[j]]);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(run, w);
-  run(0);
-  for (auto& th : threads) th.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  strided_for(own.size(), workers,
+              [&](std::size_t j) { out[own[j]] = project(attrs_list[own[j]]); });
   return out;
 }
 

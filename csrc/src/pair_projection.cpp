@@ -14,9 +14,7 @@
 #include "pair_projection.hpp"
 
 #include <algorithm>
-#include <exception>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "dpcore/errors.hpp"
@@ -134,20 +132,7 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
     all += double(t.shape()[std::size_t(a)]) * double(by_source[std::size_t(a)].size());
   const std::size_t workers =
       all < 2.0 * double(kGrainCells) ? 1 : std::min<std::size_t>(kernel_threads(), sources.size());
-  std::vector<std::exception_ptr> errors(workers);
-  auto run = [&](std::size_t w) {
-    try {
-      for (std::size_t i = w; i < sources.size(); i += workers) pass(sources[i]);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(run, w);
-  run(0);
-  for (auto& th : threads) th.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  strided_for(sources.size(), workers, [&](std::size_t i) { pass(sources[i]); });
 }
 
 }  // namespace dpcore

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -49,6 +51,28 @@ void parallel_chunks(std::uint64_t n, unsigned parts, F&& fn) {
   }
   run_parts(parts, [](void* context, unsigned p) { (*static_cast<decltype(slice)*>(context))(p); },
             &slice);
+}
+
+/// Calls fn(i) for every i < count on `workers` threads, worker w taking i = w, w + workers,
+/// ... (worker 0 on the calling thread; fresh threads, so fn may throw): the first
+/// exception of the lowest worker that threw is rethrown once all have stopped.
+template <class F>
+void strided_for(std::size_t count, std::size_t workers, F&& fn) {
+  workers = std::max<std::size_t>(1, workers);
+  std::vector<std::exception_ptr> errors(workers);
+  auto run = [&](std::size_t w) {
+    try {
+      for (std::size_t i = w; i < count; i += workers) fn(i);
+    } catch (...) {
+      errors[w] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(run, w);
+  run(0);
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 /// A sub-table that a sweep reduces cells into: filled with `fill`, then combined by sum (or

@@ -9,12 +9,16 @@
 // given S by the running-intersection property; when a is in C' too, P(a, C') is C''s belief).
 // P(a, b) is then summed out of P(a, C) at the clique C chosen for b, never forming P(a, C)
 // itself: a visited clique costs its cells plus |a| times the cells of its separators, against
-// one elimination per pair. The numbers equal project()'s up to rounding (a different order of
-// sums and products).
+// one elimination per pair. Which end of a pair is its source is chosen per call (Orientation
+// below: a large clique in the middle of the tree is crossed by few passes), and a clique's
+// reductions that no source changes are shared by the passes (SharedReductions). The numbers
+// equal project()'s up to rounding (a different order of sums and products).
 #include "pair_projection.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "dpcore/errors.hpp"
@@ -37,52 +41,259 @@ Factor inverse(const Factor& separator) {
   return inv;
 }
 
+// A clique's belief summed down to (entry separator ∪ target), the one piece of a pass through
+// a clique without the source that does not depend on the source: every pass entering clique
+// c from the same neighbour towards the same target needs the same table. Computed by the
+// first pass that asks (under the clique's lock, so once) and kept for the call: a large
+// clique in the middle of the tree is then summed once per (entry, target), not once per
+// source crossing it. The table is the same computation either way, so the answers do not
+// depend on which pass, or thread, computed it.
+class SharedReductions {
+ public:
+  SharedReductions(const std::vector<Factor>& beliefs, bool enabled)
+      : beliefs_(beliefs), enabled_(enabled), slots_(new Slot[beliefs.size()]) {}
+
+  // beliefs[c].project(attrs), shared when enabled; `scratch` holds it otherwise.
+  const Factor& get(int c, const std::vector<AttrId>& attrs, Factor* scratch) {
+    if (!enabled_) {
+      *scratch = beliefs_[std::size_t(c)].project(attrs);
+      return *scratch;
+    }
+    Slot& slot = slots_[std::size_t(c)];
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    for (const auto& e : slot.entries)
+      if (e->attrs == attrs) return e->value;
+    slot.entries.push_back(std::make_unique<Entry>(Entry{attrs, beliefs_[std::size_t(c)].project(attrs)}));
+    return slot.entries.back()->value;
+  }
+
+ private:
+  struct Entry {
+    std::vector<AttrId> attrs;
+    Factor value;
+  };
+  struct Slot {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<Entry>> entries;  // few: (entry, target) pairs of one clique
+  };
+  const std::vector<Factor>& beliefs_;
+  const bool enabled_;
+  std::unique_ptr<Slot[]> slots_;
+};
+
+// Which end of each pair is the source of the pass that answers it. A pass costs, at each
+// clique it crosses without its source a, |a| times the cells of (entry separator ∪ exit
+// separator, or ∪ the target): sources far from a large clique in the middle of the tree pay
+// it once each. Two rules, and the one whose planned work is smaller is taken (ties: the
+// first):
+//  * the end with the smaller domain (ties: the lower id);
+//  * for a pair whose path between the ends' cliques crosses other cliques, the largest of
+//    those (ties: the lower index) decides: removing it splits the tree, and the sources are
+//    taken on the side whose attributes weigh less (Σ domain sizes): every source there
+//    crosses it, so the crossings cost Σ |a| of that side. Otherwise the first rule.
+// The choice changes only the order of sums (the answers agree up to rounding).
+class Orientation {
+ public:
+  Orientation(const JunctionTree& t, const std::vector<Factor>& beliefs,
+              const std::vector<std::vector<AttrId>>& attrs_list,
+              const std::vector<std::size_t>& which)
+      : t_(t), beliefs_(beliefs), attrs_list_(attrs_list), which_(which),
+        k_(t.cliques().size()), home_(std::size_t(t.num_attrs()), -2), nbrs_(k_) {
+    for (const auto& e : t.edges()) {
+      nbrs_[std::size_t(e.first)].push_back(e.second);
+      nbrs_[std::size_t(e.second)].push_back(e.first);
+    }
+    depth_.assign(k_, 0);
+    for (int c : t.order())
+      if (t.parent(c) >= 0) depth_[std::size_t(c)] = depth_[std::size_t(t.parent(c))] + 1;
+  }
+
+  int home(AttrId a) {
+    int& h = home_[std::size_t(a)];
+    if (h == -2) h = t_.containing_clique({a});
+    return h;
+  }
+
+  // Sources in increasing id, each with its targets; the cheaper rule's.
+  std::vector<std::vector<Target>> choose(PairPassPlan* plan) {
+    std::vector<std::vector<Target>> smaller = assign(false);
+    std::vector<std::vector<Target>> split = assign(true);
+    PairPassPlan p;
+    p.split_cells = planned_cells(split);
+    p.smaller_cells = planned_cells(smaller);
+    p.split = p.split_cells < p.smaller_cells;
+    if (plan != nullptr) *plan = p;
+    return p.split ? split : smaller;
+  }
+
+  // Parent links and breadth-first order of the tree rooted at clique h.
+  void root_at(int h, std::vector<int>* up, std::vector<int>* order) const {
+    up->assign(k_, -1);
+    order->assign(1, h);
+    std::vector<char> seen(k_, 0);
+    seen[std::size_t(h)] = 1;
+    for (std::size_t i = 0; i < order->size(); ++i)
+      for (int x : nbrs_[std::size_t((*order)[i])])
+        if (!seen[std::size_t(x)]) {
+          seen[std::size_t(x)] = 1;
+          (*up)[std::size_t(x)] = (*order)[i];
+          order->push_back(x);
+        }
+  }
+
+ private:
+  std::int64_t size(AttrId a) const { return t_.shape()[std::size_t(a)]; }
+
+  std::vector<std::vector<Target>> assign(bool by_split) {
+    std::vector<std::vector<Target>> out(std::size_t(t_.num_attrs()));
+    if (by_split) weigh_sides();
+    for (std::size_t i : which_) {
+      AttrId a = attrs_list_[i][0], b = attrs_list_[i][1];
+      if (size(b) < size(a) || (size(b) == size(a) && b < a)) std::swap(a, b);
+      if (by_split) {
+        const int x = largest_between(home(a), home(b));
+        if (x >= 0) {
+          const double wa = weight_[std::size_t(x)][std::size_t(side_[std::size_t(x)][std::size_t(home(a))])];
+          const double wb = weight_[std::size_t(x)][std::size_t(side_[std::size_t(x)][std::size_t(home(b))])];
+          if (wb < wa) std::swap(a, b);
+        }
+      }
+      out[std::size_t(a)].push_back(Target{i, home(b)});
+    }
+    return out;
+  }
+
+  // The largest clique strictly between cliques u and v on the tree path, or -1.
+  int largest_between(const int from, const int to) const {
+    int best = -1, u = from, v = to;
+    auto consider = [&](int c) {
+      if (c == from || c == to) return;
+      const std::uint64_t n = beliefs_[std::size_t(c)].size(), m = best < 0 ? 0 : beliefs_[std::size_t(best)].size();
+      if (best < 0 || n > m || (n == m && c < best)) best = c;
+    };
+    while (u != v) {
+      int& deeper = depth_[std::size_t(u)] >= depth_[std::size_t(v)] ? u : v;
+      consider(deeper);
+      deeper = t_.parent(deeper);
+    }
+    consider(u);
+    return best;
+  }
+
+  // For every clique x: side_[x][c] = the neighbour of x whose part of the tree without x holds
+  // c, and weight_[x][n] = Σ |a| over the pairs' attributes whose clique is in neighbour n's part.
+  void weigh_sides() {
+    if (!side_.empty()) return;
+    std::vector<char> used(std::size_t(t_.num_attrs()), 0);
+    for (std::size_t i : which_)
+      for (AttrId a : attrs_list_[i]) used[std::size_t(a)] = 1;
+    side_.assign(k_, std::vector<int>(k_, -1));
+    weight_.assign(k_, std::vector<double>(k_, 0.0));
+    for (std::size_t x = 0; x < k_; ++x) {
+      std::vector<int>& side = side_[x];
+      for (int n : nbrs_[x]) {
+        std::vector<int> stack(1, n);
+        side[std::size_t(n)] = n;
+        while (!stack.empty()) {
+          const int c = stack.back();
+          stack.pop_back();
+          for (int y : nbrs_[std::size_t(c)])
+            if (y != int(x) && side[std::size_t(y)] < 0) {
+              side[std::size_t(y)] = n;
+              stack.push_back(y);
+            }
+        }
+      }
+      for (AttrId a = 0; a < t_.num_attrs(); ++a)
+        if (used[std::size_t(a)] && home(a) != int(x))
+          weight_[x][std::size_t(side[std::size_t(home(a))])] += double(size(a));
+    }
+  }
+
+  // Cells of multiply work the passes would do (the pass's own walk, without the tables).
+  double planned_cells(const std::vector<std::vector<Target>>& by_source) {
+    double total = 0.0;
+    std::vector<int> up, order;
+    for (AttrId a = 0; a < t_.num_attrs(); ++a) {
+      const std::vector<Target>& targets = by_source[std::size_t(a)];
+      if (targets.empty()) continue;
+      root_at(home(a), &up, &order);
+      std::vector<char> needed(k_, 0);
+      std::vector<double> exits(k_, 0.0);   // Σ over a clique's exits of their extra cells
+      auto entry_cells = [&](int c) {     // cells of the separator c is entered by
+        const int p = up[std::size_t(c)];
+        if (p < 0) return 1.0;
+        double cells = 1.0;
+        for (AttrId x : t_.cliques()[std::size_t(c)])
+          if (t_.in_clique(p, x)) cells *= double(size(x));
+        return cells;
+      };
+      auto extra = [&](int c, const std::vector<AttrId>& wanted) {   // cells of wanted \ entry
+        const int p = up[std::size_t(c)];
+        double cells = 1.0;
+        for (AttrId x : wanted)
+          if (p < 0 || !t_.in_clique(p, x)) cells *= double(size(x));
+        return cells;
+      };
+      for (const Target& g : targets) {
+        const AttrId b = attrs_list_[g.index][0] == a ? attrs_list_[g.index][1] : attrs_list_[g.index][0];
+        exits[std::size_t(g.reader)] += extra(g.reader, {b});
+        for (int c = g.reader; c >= 0 && !needed[std::size_t(c)]; c = up[std::size_t(c)]) {
+          needed[std::size_t(c)] = 1;
+          const int p = up[std::size_t(c)];
+          if (p >= 0) {
+            std::vector<AttrId> s;
+            for (AttrId x : t_.cliques()[std::size_t(c)])
+              if (t_.in_clique(p, x)) s.push_back(x);
+            exits[std::size_t(p)] += extra(p, s);
+          }
+        }
+      }
+      for (std::size_t c = 0; c < k_; ++c) {
+        if (!needed[c] || exits[c] == 0.0) continue;
+        total += t_.in_clique(int(c), a) ? double(beliefs_[c].size())
+                                         : double(size(a)) * entry_cells(int(c)) * exits[c];
+      }
+    }
+    return total;
+  }
+
+  const JunctionTree& t_;
+  const std::vector<Factor>& beliefs_;
+  const std::vector<std::vector<AttrId>>& attrs_list_;
+  const std::vector<std::size_t>& which_;
+  const std::size_t k_;
+  std::vector<int> home_;
+  std::vector<std::vector<int>> nbrs_;
+  std::vector<int> depth_;
+  std::vector<std::vector<int>> side_;
+  std::vector<std::vector<double>> weight_;
+};
+
 }  // namespace
 
 void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& beliefs,
                              const std::vector<Factor>& separators,
                              const std::vector<std::vector<AttrId>>& attrs_list,
-                             const std::vector<std::size_t>& which, std::vector<Factor>* out) {
+                             const std::vector<std::size_t>& which, std::vector<Factor>* out,
+                             bool share, PairPassPlan* plan) {
   const std::size_t k = t.cliques().size();
   const int d = t.num_attrs();
-  // The source of a pair: the end with the smaller domain (a pass costs |source| per cell),
-  // ties to the lower id; the attribute with the most pairs among equals would save little.
-  std::vector<std::vector<Target>> by_source(static_cast<std::size_t>(d));
-  std::vector<int> home(static_cast<std::size_t>(d), -2);
-  auto home_of = [&](AttrId a) {
-    int& h = home[std::size_t(a)];
-    if (h == -2) h = t.containing_clique({a});
-    return h;
-  };
-  for (std::size_t i : which) {
-    AttrId a = attrs_list[i][0], b = attrs_list[i][1];
-    const std::int64_t na = t.shape()[std::size_t(a)], nb = t.shape()[std::size_t(b)];
-    if (nb < na || (nb == na && b < a)) std::swap(a, b);
-    by_source[std::size_t(a)].push_back(Target{i, home_of(b)});
-  }
-  std::vector<std::vector<int>> nbrs(k);
-  for (const auto& e : t.edges()) {
-    nbrs[std::size_t(e.first)].push_back(e.second);
-    nbrs[std::size_t(e.second)].push_back(e.first);
-  }
+  Orientation orientation(t, beliefs, attrs_list, which);
+  auto home_of = [&](AttrId a) { return orientation.home(a); };
+  for (AttrId a = 0; a < d; ++a) home_of(a);   // filled before the threads only read it
+  const std::vector<std::vector<Target>> by_source = orientation.choose(plan);
   std::vector<AttrId> sources;
   for (AttrId a = 0; a < d; ++a)
     if (!by_source[std::size_t(a)].empty()) sources.push_back(a);
 
+  SharedReductions reductions(beliefs, share);
   auto pass = [&](AttrId a) {
     const std::vector<Target>& targets = by_source[std::size_t(a)];
     const int h = home_of(a);
     // Rooted at h: parent links, and the cliques on the way from h to some reader.
-    std::vector<int> up(k, -1), order(1, h);
-    std::vector<char> seen(k, 0);
-    seen[std::size_t(h)] = 1;
-    for (std::size_t i = 0; i < order.size(); ++i)
-      for (int x : nbrs[std::size_t(order[i])])
-        if (!seen[std::size_t(x)]) {
-          seen[std::size_t(x)] = 1;
-          up[std::size_t(x)] = order[i];
-          order.push_back(x);
-        }
+    std::vector<int> up, order;
+    orientation.root_at(h, &up, &order);
     std::vector<char> needed(k, 0);
     std::vector<std::vector<const Target*>> reads(k);
     for (const Target& g : targets) {
@@ -104,7 +315,8 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
       std::vector<AttrId> both(q.attrs().begin() + 1, q.attrs().end());
       for (AttrId x : wanted)
         if (x != a && std::find(both.begin(), both.end(), x) == both.end()) both.push_back(x);
-      return multiply(q, beliefs[std::size_t(c)].project(both)).project(keep);
+      Factor scratch;
+      return multiply(q, reductions.get(c, both, &scratch)).project(keep);
     };
     for (int c : order) {
       if (!needed[std::size_t(c)]) continue;

@@ -12,10 +12,19 @@ namespace dpcore {
 
 /// out[i] = the marginal of attrs_list[i] (two attributes in no common clique of `tree`, in
 /// that order, summing to 1) for every i of `which`; `beliefs` and `separator_marginals` are
-/// a CalibratedTree's. Equal to CalibratedTree::project() up to rounding.
+/// a CalibratedTree's. Equal to CalibratedTree::project() up to rounding. `share`: the
+/// reductions of a clique that do not depend on the source are computed once for the call
+/// (false recomputes them in every pass: the same numbers, bit for bit; for tests).
+/// `plan`, when given, gets how the sources were chosen (for tests).
+struct PairPassPlan {
+  bool split = false;          // the sources came from the tree-split rule
+  double split_cells = 0.0;    // planned multiply cells of the split rule
+  double smaller_cells = 0.0;  // ... of the smaller-domain rule
+};
 void project_pairs_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
                              const std::vector<Factor>& separator_marginals,
                              const std::vector<std::vector<AttrId>>& attrs_list,
-                             const std::vector<std::size_t>& which, std::vector<Factor>* out);
+                             const std::vector<std::size_t>& which, std::vector<Factor>* out,
+                             bool share = true, PairPassPlan* plan = nullptr);
 
 }  // namespace dpcore

@@ -125,6 +125,34 @@ def test_project_many_matches_single_projections_on_random_query_lists():
     check()
 
 
+def test_remembered_roots_equal_the_recomputed_ones_over_a_sequence_of_lists():
+    """_roots keeps the last list's answer: over a random sequence of query lists (repeats,
+    equal lists built anew, changed ones) every answer equals _find_roots' fresh one, and the
+    model's projections equal single projections."""
+    from hypothesis import given, settings, strategies as st
+
+    from dpcore.inference import model as model_module
+    domain, model = small_model(2)
+    attrs = st.lists(st.sampled_from(domain.attrs), min_size=1, max_size=3, unique=True).map(tuple)
+    lists = st.lists(attrs, min_size=1, max_size=8)
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.lists(st.tuples(lists, st.booleans()), min_size=1, max_size=5))
+    def check(sequence):
+        previous = None
+        for queries, repeat in sequence:
+            if repeat and previous is not None:
+                queries = [tuple(q) for q in previous]   # an equal list, new objects
+            roots, owner = model_module._roots(queries)
+            fresh_roots, fresh_owner = model_module._find_roots(queries)
+            assert list(roots) == fresh_roots and dict(owner) == fresh_owner
+            for q, f in zip(queries, model.project_many(queries)):
+                np.testing.assert_allclose(f.values, model.project(q).values, rtol=1e-12, atol=1e-9)
+            previous = queries
+
+    check()
+
+
 def test_project_values_are_project_many_datavectors_bit_for_bit():
     # Roots, contained queries (summed out), transposed ones, duplicates, a string; both ways
     # of answering pairs across cliques (by_source changes the numbers only in their last bits).

@@ -37,29 +37,53 @@ class CsvBlockError(Exception):
     """A block could not be split (a ragged line, bad UTF-8); the message says which."""
 
 
-def _line_blocks(path: Any, block_bytes: int) -> Iterator[bytes]:
+def _line_blocks(path: Any, block_bytes: int) -> Iterator[memoryview]:
     """The data lines (after the header line) in blocks of whole lines; the file's last line
-    gets the line end it may lack (a final CR then ends it, as in CRLF)."""
+    gets the line end it may lack (a final CR then ends it, as in CRLF).
+
+    Each block is a read-only view into one buffer that is read into (``readinto``) and
+    reused: no per-block copy of the text. A view is released when the next block is asked
+    for; the parser must copy what it keeps (both parsers do). The partial line at a
+    block's end moves to the buffer's front (a line's bytes, not a block's); a line longer
+    than the buffer doubles it. The file is read, not mapped: a file truncated under a
+    mapping would kill the process (SIGBUS) instead of failing the run's input check
+    (:func:`dpcore.counted.read_and_hash`)."""
+    size = max(int(block_bytes), 1)
+    buf = bytearray(size + 1)                       # + 1: room for a missing last line end
+    held = 0                                        # bytes of the carried partial line
     with open(path, "rb") as fh:
         fh.readline()                               # the header (read by the caller)
-        carry = b""
         while True:
-            block = fh.read(int(block_bytes))
-            if not block:
-                if carry:
-                    yield carry + b"\n"
+            if held == len(buf) - 1:                # a line longer than the buffer
+                grown = bytearray(2 * len(buf))     # new (a view of the old may be alive)
+                grown[:held] = buf[:held]
+                buf = grown
+            view = memoryview(buf)
+            got = fh.readinto(view[held:len(buf) - 1])
+            if not got:
+                if held:
+                    buf[held] = 0x0A
+                    block = view[:held + 1].toreadonly()
+                    yield block
+                    block.release()
                 return
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:                            # a line longer than the block
-                carry = data
+            end = held + got
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:                            # no line end yet: read on
+                held = end
                 continue
-            yield data[:cut]
-            carry = data[cut:]
+            block = view[:cut].toreadonly()
+            yield block
+            # a parser that kept the view (or a buffer of it) fails loudly here or when it
+            # uses it, rather than reading the next block's bytes
+            block.release()
+            held = end - cut
+            buf[:held] = buf[cut:end]               # the partial line (a copy of it first)
 
 
-def split_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
-    """One block of whole lines as a DataFrame of ``category`` columns (compiled splitter)."""
+def split_block(data: bytes | memoryview, sep: str, header: list[str]) -> pd.DataFrame:
+    """One block of whole lines as a DataFrame of ``category`` columns (compiled splitter;
+    the texts and positions are copied out of ``data``)."""
     from dpcore import _core
     status, rows, columns = _core.split_csv(data, sep, len(header))
     if status == "not utf-8":
@@ -76,11 +100,12 @@ def split_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
 
 def iter_csv_blocks(path: str | os.PathLike, sep: str, header: list[str], *,
                     block_bytes: int | None = None,
-                    parse: Callable[[bytes, str, list[str]], pd.DataFrame] | None = None
+                    parse: Callable[[memoryview, str, list[str]], pd.DataFrame] | None = None
                     ) -> Iterator[pd.DataFrame]:
     """The data rows of a plain CSV as DataFrames of ``category`` columns of the raw texts,
-    a block of lines at a time (``parse``: the block parser, default :func:`split_block`).
-    Memory: one block and its DataFrame."""
+    a block of lines at a time (``parse``: the block parser, default :func:`split_block`; it
+    gets a view into a reused buffer and must not keep it). Memory: one block and its
+    DataFrame."""
     parse = parse or split_block
     for data in _line_blocks(path, block_bytes or CSV_BLOCK_BYTES):
         yield parse(data, sep, header)

@@ -74,6 +74,11 @@ static void test_split() {
   CHECK(split_csv("a,b\nc\n", ',', 2, &block, &row) == CsvSplit::kRagged && row == 1);
   CHECK(split_csv("a,b,c\n", ',', 2, &block, &row) == CsvSplit::kRagged && row == 0);
   CHECK(split_csv("", ',', 2, &block, &row) == CsvSplit::kPlain && block.rows == 0);
+  // a last line without its end, ending in a delimiter: its last field is empty
+  CHECK(split_csv("a,b\nc,", ',', 2, &block, &row) == CsvSplit::kPlain && block.rows == 2);
+  CHECK((block.texts[1] == std::vector<std::string_view>{"b", ""}));
+  // the delimiter cannot be a line end or a quote
+  for (char bad : {'\n', '\r', '"'}) CHECK_THROWS(split_csv("a\n", bad, 1, &block, &row), InvalidArgument);
   CHECK_THROWS(split_csv("a\n", ',', 0, &block, &row), InvalidArgument);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <limits>
 
 #if defined(__SSE2__)
@@ -138,9 +139,23 @@ inline std::uint64_t text_hash(const Head& head, const char* p, std::size_t size
 // keeps the hash, the size and the text's first 16 bytes, so a lookup reads one slot, not
 // the text's first occurrence somewhere in a block of megabytes (a longer text is compared
 // there too, past its head).
+//
+// With `copy`, the index keeps its own copy of each text (the splitter of a whole file keeps
+// texts from block to block, after the block that held them is gone); without, the texts
+// are views into the block.
 class TextIndex {
  public:
-  explicit TextIndex(std::vector<std::string_view>* texts) : texts_(texts) { resize(64); }
+  explicit TextIndex(bool copy) : copy_(copy) { resize(64); }
+
+  std::size_t size() const { return texts_.size(); }
+  const std::vector<std::string_view>& texts() const { return texts_; }
+  std::vector<std::string_view> take_texts() { return std::move(texts_); }
+
+  void clear() {
+    texts_.clear();
+    store_.clear();
+    resize(64);
+  }
 
   // The head and hash of the text at p (hashed before the lookup, so a batch of fields can
   // have their slots fetched while others are looked up).
@@ -164,7 +179,7 @@ class TextIndex {
       if (slot.position < 0) return insert(slot, h, head, p, size);
       if (slot.hash == h && slot.size == size && slot.head.w0 == head.w0 &&
           slot.head.w1 == head.w1 &&
-          (size <= 16 || std::memcmp((*texts_)[std::size_t(slot.position)].data() + 16,
+          (size <= 16 || std::memcmp(texts_[std::size_t(slot.position)].data() + 16,
                                      p + 16, size - 16) == 0))
         return slot.position;
     }
@@ -180,17 +195,22 @@ class TextIndex {
 
   std::int32_t insert(Slot& slot, std::uint64_t h, const Head& head, const char* p,
                       std::size_t size) {
-    if (texts_->size() >= std::size_t(std::numeric_limits<std::int32_t>::max()))
+    if (texts_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max()))
       throw InvalidArgument("a CSV block column holds more than 2^31 - 1 distinct texts");
     if (size > std::numeric_limits<std::uint32_t>::max())
       throw InvalidArgument("a CSV field is longer than 2^32 - 1 bytes");
     slot.hash = h;
-    slot.position = static_cast<std::int32_t>(texts_->size());
+    slot.position = static_cast<std::int32_t>(texts_.size());
     slot.size = static_cast<std::uint32_t>(size);
     slot.head = head;
-    texts_->emplace_back(p, size);
-    if (texts_->size() * 2 > slots_.size()) rehash();
-    return static_cast<std::int32_t>(texts_->size() - 1);
+    if (copy_) {
+      store_.emplace_back(p, size);       // a deque: earlier copies stay where they are
+      texts_.emplace_back(store_.back());
+    } else {
+      texts_.emplace_back(p, size);
+    }
+    if (texts_.size() * 2 > slots_.size()) rehash();
+    return static_cast<std::int32_t>(texts_.size() - 1);
   }
 
   void resize(std::size_t size) {   // a power of two; the hash's top bits pick the slot
@@ -214,7 +234,9 @@ class TextIndex {
     }
   }
 
-  std::vector<std::string_view>* texts_;
+  bool copy_;
+  std::vector<std::string_view> texts_;
+  std::deque<std::string> store_;
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
   int shift_ = 64;
@@ -251,18 +273,23 @@ inline int lowest_bit(std::uint64_t m) {
 #endif
 }
 
-}  // namespace
-
-CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
-                   std::size_t* row) {
+void check_split_arguments(char sep, std::size_t columns) {
   if (columns == 0) throw InvalidArgument("a CSV block needs at least one column");
   if (columns > kMaxColumns)
     throw InvalidArgument("a CSV block has at most " + std::to_string(kMaxColumns) +
                           " columns, got " + std::to_string(columns));
   if (sep == '\n' || sep == '\r' || sep == '"')
     throw InvalidArgument("the delimiter cannot be a line feed, a carriage return or a quote");
+}
+
+// The split itself, into out->index (positions from each column's index); out->texts is
+// left to the caller.
+CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& index,
+                     CsvBlock* out, std::size_t* row) {
+  const std::size_t columns = index.size();
   out->index.assign(columns, {});
   out->texts.assign(columns, {});
+  out->first.assign(columns, 0);
   out->rows = 0;
   // A quote, or a carriage return that does not end a line: not for this reader.
   if (data.find('"') != std::string_view::npos) return CsvSplit::kNotPlain;
@@ -273,12 +300,7 @@ CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBloc
       std::count(data.begin(), data.end(), '\n')) + 1;
   if (lines_guess > std::size_t(std::numeric_limits<std::int32_t>::max()))
     throw InvalidArgument("a CSV block holds more than 2^31 - 1 lines");
-  std::vector<TextIndex> index;
-  index.reserve(columns);
-  for (std::size_t j = 0; j < columns; ++j) {
-    out->index[j].resize(lines_guess);
-    index.emplace_back(&out->texts[j]);
-  }
+  for (std::size_t j = 0; j < columns; ++j) out->index[j].resize(lines_guess);
   const char* base = data.data();
   const char* end = base + data.size();
   const std::size_t n = data.size();
@@ -363,6 +385,59 @@ CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBloc
   for (std::size_t j = 0; j < columns; ++j) out->index[j].resize(line);
   out->rows = line;
   return CsvSplit::kPlain;
+}
+
+}  // namespace
+
+CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
+                   std::size_t* row) {
+  check_split_arguments(sep, columns);
+  std::vector<TextIndex> index;
+  index.reserve(columns);
+  for (std::size_t j = 0; j < columns; ++j) index.emplace_back(false);
+  const CsvSplit status = split_lines(data, sep, index, out, row);
+  if (status == CsvSplit::kPlain)
+    for (std::size_t j = 0; j < columns; ++j) out->texts[j] = index[j].take_texts();
+  return status;
+}
+
+struct CsvSplitter::Columns {
+  std::vector<TextIndex> index;
+};
+
+CsvSplitter::CsvSplitter(char sep, std::size_t columns, std::size_t keep)
+    : sep_(sep), keep_(keep), columns_(std::make_unique<Columns>()) {
+  check_split_arguments(sep, columns);
+  columns_->index.reserve(columns);
+  for (std::size_t j = 0; j < columns; ++j) columns_->index.emplace_back(true);
+}
+
+CsvSplitter::~CsvSplitter() = default;
+CsvSplitter::CsvSplitter(CsvSplitter&&) noexcept = default;
+CsvSplitter& CsvSplitter::operator=(CsvSplitter&&) noexcept = default;
+
+void CsvSplitter::reset() {
+  for (TextIndex& column : columns_->index) column.clear();
+}
+
+CsvSplit CsvSplitter::split(std::string_view data, CsvBlock* out, std::size_t* row) {
+  std::vector<TextIndex>& index = columns_->index;
+  std::vector<std::size_t> first(index.size());
+  for (std::size_t j = 0; j < index.size(); ++j) {
+    if (index[j].size() > keep_) index[j].clear();   // too many to keep: start afresh
+    first[j] = index[j].size();
+  }
+  const CsvSplit status = split_lines(data, sep_, index, out, row);
+  if (status != CsvSplit::kPlain) {
+    reset();      // what the failed block added is not the caller's: start afresh
+    return status;
+  }
+  out->first = first;
+  for (std::size_t j = 0; j < index.size(); ++j) {
+    const auto& texts = index[j].texts();
+    out->texts[j].assign(texts.begin() + std::ptrdiff_t(first[j]), texts.end());
+  }
+  return status;
 }
 
 }  // namespace dpcore

@@ -49,3 +49,52 @@ def test_split_block_copies_what_it_keeps(tmp_path):
     whole = pd.concat(frames, ignore_index=True).astype(object)
     assert whole["x"].tolist() == [f"v{i % 3}" for i in range(40)]
     assert whole["y"].tolist() == [f"w{i % 5}" for i in range(40)]
+
+
+SCHEMA = {"missing_values": ["", "NA"], "columns": {
+    "c": {"type": "categorical", "categories": ["a", "b", "c", "d"], "missing": "code"},
+    "n": {"type": "numeric", "lower": 0, "upper": 1000, "bins": 7, "missing": "code"}}}
+
+
+def _text(rows: list[tuple[str, str]]) -> bytes:
+    return ("c,n\n" + "".join(f"{c},{n}\n" for c, n in rows)).encode()
+
+
+def _outcome(read):
+    try:
+        return read().tolist()
+    except Exception as err:   # noqa: BLE001 - compared, not swallowed
+        return type(err).__name__, str(err), getattr(err, "row", None)
+
+
+@pytest.mark.parametrize("keep", [0, 3, 1 << 16])
+@pytest.mark.parametrize("block_bytes", [8, 64, 1 << 20])
+@pytest.mark.parametrize("bad", [None, (150, "c", "zz"), (151, "n", "x"), (3, "n", "2000")])
+def test_block_codes_are_the_frames_codes_and_errors(tmp_path, monkeypatch, keep, block_bytes,
+                                                     bad):
+    """Codes from texts kept across blocks (or dropped past `keep`) equal the per-block
+    frames' codes; a bad value in a later block is reported at its row, as pandas does."""
+    import numpy as np
+    from dpcore.encoding import read_codes
+    from dpcore.schema import Schema
+    schema = Schema.from_dict(SCHEMA)
+    rng = np.random.default_rng(1)
+    rows = [(str(rng.choice(["a", "b", "c", "d", "", "NA"])), str(int(rng.integers(0, 900))))
+            for _ in range(200)]
+    if bad is not None:
+        row, column, value = bad
+        rows[row - 1] = (value, rows[row - 1][1]) if column == "c" else (rows[row - 1][0], value)
+    path = tmp_path / "t.csv"
+    path.write_bytes(_text(rows))
+    monkeypatch.setattr(csvblocks, "KEEP_TEXTS", keep)
+    monkeypatch.setattr(csvblocks, "CSV_BLOCK_BYTES", block_bytes)
+    want = _outcome(lambda: read_codes(path, schema, engine="pandas"))
+    assert _outcome(lambda: read_codes(path, schema, engine="compiled")) == want
+    if bad is None:
+        frames = csvblocks.iter_csv_blocks(path, ",", ["c", "n"], block_bytes=block_bytes)
+        from dpcore.encoding import encode_frame
+        offset, parts = 0, []
+        for frame in frames:
+            parts.append(encode_frame(frame, schema, row_offset=offset))
+            offset += len(frame)
+        assert np.concatenate(parts).tolist() == want

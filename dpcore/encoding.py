@@ -788,7 +788,9 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
             data[col.name] = s.astype("Int64").mask(miss) if miss.any() else s
         else:
             data[col.name] = pd.Series(np.where(miss, np.nan, values))
-    return pd.DataFrame(data)
+    # every column is a fresh array: no copy, and no consolidation of the integer columns
+    # into one 2-d block (a copy the table writers undo, taking each column back out)
+    return pd.DataFrame(data, copy=False)
 
 
 _TEXT_ROWS = 100_000

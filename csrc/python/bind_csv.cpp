@@ -189,13 +189,21 @@ void bind_csv(py::module_& m) {
           }
           cols.push_back(std::move(c));
         }
-        std::string out;
+        const std::size_t rows = n < 0 ? 0 : static_cast<std::size_t>(n);
+        std::size_t size = 0;
         {
           py::gil_scoped_release release;
-          dpcore::format_csv(cols, n < 0 ? 0 : static_cast<std::size_t>(n), sep, eol, missing,
-                             &out);
+          size = dpcore::csv_text_size(cols, rows, sep, eol, missing);
         }
-        return py::bytes(out);
+        // the text goes straight into the bytes object (no zero-filled string, no copy)
+        PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(size));
+        if (out == nullptr) throw py::error_already_set();
+        auto text = py::reinterpret_steal<py::bytes>(out);
+        {
+          py::gil_scoped_release release;
+          dpcore::write_csv_text(cols, rows, sep, eol, missing, PyBytes_AS_STRING(out));
+        }
+        return text;
       },
       py::arg("columns"), py::arg("sep"), py::arg("eol"), py::arg("missing"),
       "CSV rows (UTF-8 bytes) from columns (values, labels, mask) of NumPy integer arrays:\n"

@@ -30,12 +30,13 @@ std::size_t decimal_width(std::int64_t v) {
 
 }  // namespace
 
-void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
-                const std::string& eol, const std::string& missing_text, std::string* out) {
-  if (columns.empty() || n == 0) return;
-  // First pass: check every label position and size the text exactly, so it is written
-  // through a pointer into one allocation of what it needs (a long label used once costs
-  // its own bytes, not a row's worth of them in every row).
+std::size_t csv_text_size(const std::vector<CsvColumn>& columns, std::size_t n,
+                          const std::string& sep, const std::string& eol,
+                          const std::string& missing_text) {
+  if (columns.empty() || n == 0) return 0;
+  // Check every label position and size the text exactly, so it is written through a
+  // pointer into one allocation of what it needs (a long label used once costs its own
+  // bytes, not a row's worth of them in every row).
   std::size_t total = n * (eol.size() + sep.size() * (columns.size() - 1));
   for (std::size_t j = 0; j < columns.size(); ++j) {
     const CsvColumn& c = columns[j];
@@ -55,9 +56,12 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
       }
     }
   }
-  const std::size_t start = out->size();
-  out->resize(start + total);
-  char* p = out->data() + start;
+  return total;
+}
+
+void write_csv_text(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
+                    const std::string& eol, const std::string& missing_text, char* p) {
+  if (columns.empty() || n == 0) return;
   for (std::size_t r = 0; r < n; ++r) {
     for (std::size_t j = 0; j < columns.size(); ++j) {
       const CsvColumn& c = columns[j];
@@ -81,6 +85,14 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
     std::memcpy(p, eol.data(), eol.size());
     p += eol.size();
   }
+}
+
+void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
+                const std::string& eol, const std::string& missing_text, std::string* out) {
+  const std::size_t total = csv_text_size(columns, n, sep, eol, missing_text);
+  const std::size_t start = out->size();
+  out->resize(start + total);
+  write_csv_text(columns, n, sep, eol, missing_text, out->data() + start);
 }
 
 namespace {

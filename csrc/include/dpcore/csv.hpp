@@ -28,6 +28,16 @@ struct CsvColumn {
 void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
                 const std::string& eol, const std::string& missing_text, std::string* out);
 
+/// format_csv() in two steps, for a caller that owns the memory (the binding writes into a
+/// Python bytes object: no zero-filled string, no copy): the text's exact size, checking
+/// every label position as format_csv() does (InvalidArgument), then the text written at
+/// `out`, which must hold that many bytes (positions unchecked: call the first step first).
+std::size_t csv_text_size(const std::vector<CsvColumn>& columns, std::size_t n,
+                          const std::string& sep, const std::string& eol,
+                          const std::string& missing_text);
+void write_csv_text(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
+                    const std::string& eol, const std::string& missing_text, char* out);
+
 /// A block of CSV lines split into columns: for each column, each row's position among the
 /// column's distinct texts, and those texts in order of first sight. From split_csv(): all
 /// the block's texts (views into the block; `first` is 0). From CsvSplitter::split(): the

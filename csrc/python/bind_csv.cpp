@@ -196,14 +196,19 @@ void bind_csv(py::module_& m) {
           size = dpcore::csv_text_size(cols, rows, sep, eol, missing);
         }
         // the text goes straight into the bytes object (no zero-filled string, no copy)
-        PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(size));
+        PyObject* out = PyBytes_FromStringAndSize(
+            nullptr, static_cast<py::ssize_t>(size + dpcore::kCsvTextSlack));
         if (out == nullptr) throw py::error_already_set();
-        auto text = py::reinterpret_steal<py::bytes>(out);
         {
+          auto owner = py::reinterpret_steal<py::object>(out);   // freed if writing throws
           py::gil_scoped_release release;
           dpcore::write_csv_text(cols, rows, sep, eol, missing, PyBytes_AS_STRING(out));
+          owner.release();
         }
-        return text;
+        // drop the slack the fixed-size copies wrote over (a fresh object: resizable)
+        if (_PyBytes_Resize(&out, static_cast<py::ssize_t>(size)) != 0)
+          throw py::error_already_set();
+        return py::reinterpret_steal<py::bytes>(out);
       },
       py::arg("columns"), py::arg("sep"), py::arg("eol"), py::arg("missing"),
       "CSV rows (UTF-8 bytes) from columns (values, labels, mask) of NumPy integer arrays:\n"

@@ -31,7 +31,9 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
 /// format_csv() in two steps, for a caller that owns the memory (the binding writes into a
 /// Python bytes object: no zero-filled string, no copy): the text's exact size, checking
 /// every label position as format_csv() does (InvalidArgument), then the text written at
-/// `out`, which must hold that many bytes (positions unchecked: call the first step first).
+/// `out`, which must hold that many bytes plus kCsvTextSlack (written over: fields are
+/// copied in fixed-size moves; positions unchecked: call the first step first).
+constexpr std::size_t kCsvTextSlack = 16;
 std::size_t csv_text_size(const std::vector<CsvColumn>& columns, std::size_t n,
                           const std::string& sep, const std::string& eol,
                           const std::string& missing_text);

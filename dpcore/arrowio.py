@@ -148,15 +148,17 @@ def _plain(lines: bytes) -> bool:
     return b"\r" not in lines or lines.count(b"\r") == lines.count(b"\r\n")
 
 
-def parse_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
+def parse_block(data: bytes | memoryview, sep: str, header: list[str]) -> pd.DataFrame:
     """One block of whole lines (:mod:`dpcore.csvblocks`) parsed by ``pyarrow.csv.read_csv``
     with quoting off, every column a dictionary of strings: a DataFrame of ``category``
     columns of the raw texts (no NA tokens, no trimming, an empty field is ""). Raises
     :class:`~dpcore.csvblocks.NotPlainText` for a block with a quote, a bare CR or a blank
     line, :class:`~dpcore.csvblocks.CsvBlockError` with pyarrow's message for what it cannot
-    parse."""
+    parse. A view (the block reader's reused buffer) is copied first: nothing Arrow builds
+    may point into a buffer that is about to be overwritten."""
     from dpcore.csvblocks import CsvBlockError, NotPlainText
     pa, _ = _pyarrow()
+    data = bytes(data)
     import pyarrow.csv as pcsv
     if not _plain(data):
         raise NotPlainText()

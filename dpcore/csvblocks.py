@@ -20,12 +20,18 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["CSV_BLOCK_BYTES", "CsvBlockError", "NotPlainText", "iter_csv_blocks", "split_block"]
+__all__ = ["CSV_BLOCK_BYTES", "CsvBlockError", "KEEP_TEXTS", "NotPlainText", "iter_block_codes",
+           "iter_csv_blocks", "split_block"]
 
 #: Bytes of CSV text split into one DataFrame (Adult: about 300,000 rows).
 CSV_BLOCK_BYTES = 32 * 2 ** 20
+
+#: Distinct texts a column keeps from block to block in :func:`iter_block_codes` (a column
+#: with more, e.g. a continuous one, starts afresh at the next block: memory stays bounded).
+KEEP_TEXTS = 1 << 16
 
 
 class NotPlainText(Exception):
@@ -37,31 +43,51 @@ class CsvBlockError(Exception):
     """A block could not be split (a ragged line, bad UTF-8); the message says which."""
 
 
-def _line_blocks(path: Any, block_bytes: int) -> Iterator[bytes]:
+def _line_blocks(path: Any, block_bytes: int) -> Iterator[memoryview]:
     """The data lines (after the header line) in blocks of whole lines; the file's last line
-    gets the line end it may lack (a final CR then ends it, as in CRLF)."""
+    gets the line end it may lack (a final CR then ends it, as in CRLF).
+
+    Each block is a read-only view into one buffer that is read into (``readinto``) and
+    reused: no per-block copy of the text. A view is released when the next block is asked
+    for; the parser must copy what it keeps (both parsers do). The partial line at a
+    block's end moves to the buffer's front (a line's bytes, not a block's); a line longer
+    than the buffer doubles it. The file is read, not mapped: a file truncated under a
+    mapping would kill the process (SIGBUS) instead of failing the run's input check
+    (:func:`dpcore.counted.read_and_hash`)."""
+    size = max(int(block_bytes), 1)
+    buf = bytearray(size + 1)                       # + 1: room for a missing last line end
+    held = 0                                        # bytes of the carried partial line
     with open(path, "rb") as fh:
         fh.readline()                               # the header (read by the caller)
-        carry = b""
         while True:
-            block = fh.read(int(block_bytes))
-            if not block:
-                if carry:
-                    yield carry + b"\n"
+            if held == len(buf) - 1:                # a line longer than the buffer
+                grown = bytearray(2 * len(buf))     # new (a view of the old may be alive)
+                grown[:held] = buf[:held]
+                buf = grown
+            view = memoryview(buf)
+            got = fh.readinto(view[held:len(buf) - 1])
+            if not got:
+                if held:
+                    buf[held] = 0x0A
+                    block = view[:held + 1].toreadonly()
+                    yield block
+                    block.release()
                 return
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:                            # a line longer than the block
-                carry = data
+            end = held + got
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:                            # no line end yet: read on
+                held = end
                 continue
-            yield data[:cut]
-            carry = data[cut:]
+            block = view[:cut].toreadonly()
+            yield block
+            # a parser that kept the view (or a buffer of it) fails loudly here or when it
+            # uses it, rather than reading the next block's bytes
+            block.release()
+            held = end - cut
+            buf[:held] = buf[cut:end]               # the partial line (a copy of it first)
 
 
-def split_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
-    """One block of whole lines as a DataFrame of ``category`` columns (compiled splitter)."""
-    from dpcore import _core
-    status, rows, columns = _core.split_csv(data, sep, len(header))
+def _checked(status: str, rows: int, header: list[str]) -> None:
     if status == "not utf-8":
         raise CsvBlockError(f"column {header[rows]!r} holds text that is not UTF-8")
     if status == "not plain":
@@ -69,6 +95,14 @@ def split_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
     if status == "ragged":
         raise CsvBlockError(f"line {rows + 1} of a block has a field count other than the "
                             f"header's {len(header)}")
+
+
+def split_block(data: bytes | memoryview, sep: str, header: list[str]) -> pd.DataFrame:
+    """One block of whole lines as a DataFrame of ``category`` columns (compiled splitter;
+    the texts and positions are copied out of ``data``)."""
+    from dpcore import _core
+    status, rows, columns = _core.split_csv(data, sep, len(header))
+    _checked(status, rows, header)
     return pd.DataFrame({name: pd.Categorical.from_codes(
         positions, categories=pd.Index(texts, dtype=object), validate=False)
         for name, (positions, texts) in zip(header, columns)}, index=pd.RangeIndex(rows))
@@ -76,11 +110,76 @@ def split_block(data: bytes, sep: str, header: list[str]) -> pd.DataFrame:
 
 def iter_csv_blocks(path: str | os.PathLike, sep: str, header: list[str], *,
                     block_bytes: int | None = None,
-                    parse: Callable[[bytes, str, list[str]], pd.DataFrame] | None = None
+                    parse: Callable[[memoryview, str, list[str]], pd.DataFrame] | None = None
                     ) -> Iterator[pd.DataFrame]:
     """The data rows of a plain CSV as DataFrames of ``category`` columns of the raw texts,
-    a block of lines at a time (``parse``: the block parser, default :func:`split_block`).
-    Memory: one block and its DataFrame."""
+    a block of lines at a time (``parse``: the block parser, default :func:`split_block`; it
+    gets a view into a reused buffer and must not keep it). Memory: one block and its
+    DataFrame."""
     parse = parse or split_block
     for data in _line_blocks(path, block_bytes or CSV_BLOCK_BYTES):
         yield parse(data, sep, header)
+
+
+def _frame(header: list[str], parts: list, kept: list[list[str]]) -> pd.DataFrame:
+    """A split block as :func:`split_block`'s DataFrame (each column's categories: its kept
+    texts, then the block's new ones)."""
+    return pd.DataFrame({name: pd.Categorical.from_codes(
+        positions, categories=pd.Index(texts + new, dtype=object), validate=False)
+        for name, (positions, new, _), texts in zip(header, parts, kept)})
+
+
+def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schema: Any, *,
+                     debug: bool = False, block_bytes: int | None = None
+                     ) -> Iterator[np.ndarray]:
+    """The data rows' codes (``schema.code_dtype()``, schema order), a block of lines at a
+    time: what :func:`dpcore.encoding.encode_frame` makes of :func:`iter_csv_blocks`' frames,
+    and the same errors, with each distinct text of a column encoded once a file rather than
+    once a block. The compiled splitter (:class:`dpcore._core.CsvSplitter`) keeps each
+    column's texts from block to block (up to :data:`KEEP_TEXTS`), so a block brings few new
+    texts; they are encoded, and each row picks its text's code (no DataFrame). A block with
+    a new text that does not encode goes to ``encode_frame`` whole, which raises the exact
+    error (the earliest bad row; rows count from the file's first data row)."""
+    from dpcore import _core
+    from dpcore.encoding import EncodingError, _encode_column, check_columns, encode_frame
+    splitter = _core.CsvSplitter(sep, len(header), KEEP_TEXTS)
+    where = [header.index(c.name) if c.name in header else -1 for c in schema.columns]
+    kept: list[list[str]] = [[] for _ in header]        # each column's texts so far
+    tables = [np.empty(0, dtype=np.int64) for _ in header]   # and their codes
+    offset = 0
+    for data in _line_blocks(path, block_bytes or CSV_BLOCK_BYTES):
+        status, rows, parts = splitter.split(data)
+        _checked(status, rows, header)
+        if offset == 0:
+            check_columns(header, schema)
+        for k, (_, new, first) in enumerate(parts):
+            if first == 0:                   # the splitter started this column afresh
+                kept[k], tables[k] = [], np.empty(0, dtype=np.int64)
+        codes = None
+        try:
+            fresh = {k: _encode_column(col, pd.Series(parts[k][1], dtype=object),
+                                       schema.missing_values, 0, False)
+                     for col, k in zip(schema.columns, where) if parts[k][1]}
+        except EncodingError:
+            codes = encode_frame(_frame(header, parts, kept), schema, row_offset=offset,
+                                 debug=debug)
+            # (it raises; were it to pass, the new texts' codes are read off its rows)
+            fresh = {}
+            for j, k in enumerate(where):
+                positions, new, first = parts[k]
+                if new:
+                    fresh[k] = np.empty(len(new), dtype=np.int64)
+                    at = positions.astype(np.int64) - first
+                    fresh[k][at[at >= 0]] = codes[at >= 0, j]
+        for k, table in fresh.items():
+            kept[k] = kept[k] + parts[k][1]
+            tables[k] = np.concatenate([tables[k], table])
+        if codes is None:
+            codes = np.empty((rows, len(schema.columns)), dtype=schema.code_dtype())
+            for j, k in enumerate(where):
+                np.take(tables[k].astype(codes.dtype), parts[k][0], out=codes[:, j])
+            if schema.constraints:           # real rows must keep the public rules
+                from dpcore.constraints import check_derived
+                check_derived(codes, schema, row_offset=offset)
+        offset += rows
+        yield codes

@@ -558,10 +558,12 @@ def sniff_delimiter(path: str | os.PathLike) -> str:
 READ_ENGINES = ("auto", "compiled", "pyarrow", "pandas")
 
 
-def _block_chunks(path: Path, sep: str, engine: str) -> Iterator[pd.DataFrame] | None:
-    """The plain-CSV block reader's chunks (:mod:`dpcore.csvblocks`; ``engine`` "compiled" or
-    "pyarrow" picks the block parser) for :func:`read_codes`, or None where the pandas reader
-    must read it (not a CSV, no pyarrow for that engine, a quoted header)."""
+def _block_codes(path: Path, sep: str, engine: str, schema: Schema, debug: bool
+                 ) -> Iterator[np.ndarray] | None:
+    """The plain-CSV block reader's codes (:mod:`dpcore.csvblocks`; ``engine`` "pyarrow"
+    parses blocks with pyarrow, any other with the compiled splitter, which encodes each
+    distinct text once a file) for :func:`read_codes`, or None where the pandas reader must
+    read it (not a CSV, no pyarrow for that engine, a quoted header)."""
     from dpcore import arrowio, csvblocks
     if is_parquet(path) or not path.is_file():
         return None
@@ -574,8 +576,12 @@ def _block_chunks(path: Path, sep: str, engine: str) -> Iterator[pd.DataFrame] |
     if b'"' in header or header.count(b"\r") != header.count(b"\r\n"):
         return None
     sep = check_delimiter(sep)
-    return csvblocks.iter_csv_blocks(path, sep, _read_header(path, sep),
-                                     parse=arrowio.parse_block if engine == "pyarrow" else None)
+    names = _read_header(path, sep)
+    if engine == "pyarrow":
+        return _encode_each(path, schema, csvblocks.iter_csv_blocks(
+            path, sep, names, parse=arrowio.parse_block), debug)
+    return _named_errors(path, csvblocks.iter_block_codes(path, sep, names, schema,
+                                                          debug=debug))
 
 
 class RestartRead(Exception):
@@ -607,7 +613,8 @@ def iter_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     checks every row's field count before it yields anything)."""
     if engine not in READ_ENGINES:
         raise InvalidArgumentError(f"engine must be one of {READ_ENGINES}, got {engine!r}")
-    chunks = _block_chunks(Path(path), sep, engine) if engine != "pandas" else None
+    chunks = _block_codes(Path(path), sep, engine, schema, debug) if engine != "pandas" \
+        else None
     if engine in ("pyarrow", "compiled") and chunks is None:
         raise InvalidArgumentError(f"{path}: the {engine} reader needs "
                                    f"{'pyarrow and ' if engine == 'pyarrow' else ''}a CSV "
@@ -616,13 +623,13 @@ def iter_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
 
 
 def _iter_codes(path: Any, schema: Schema, sep: str, chunk_rows: int, debug: bool,
-                engine: str, chunks: Iterator[pd.DataFrame] | None) -> Iterator[np.ndarray]:
+                engine: str, chunks: Iterator[np.ndarray] | None) -> Iterator[np.ndarray]:
     if chunks is not None:
         from dpcore.csvblocks import CsvBlockError, NotPlainText
         sep = check_delimiter(sep)
         yielded = False
         try:
-            for codes in _encode_each(path, schema, chunks, debug):
+            for codes in chunks:
                 yielded = True
                 yield codes
             return
@@ -657,6 +664,20 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     except RestartRead:
         parts = list(iter_codes(path, schema, engine="pandas", **options))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _named_errors(path: Any, parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """Code chunks whose encoding errors name the file; a table without rows is an error."""
+    rows = 0
+    try:
+        for codes in parts:
+            rows += len(codes)
+            yield codes
+    except EncodingError as err:
+        raise EncodingError(f"{path}: {err}", column=err.column, row=err.row,
+                            value=err.value) from None
+    if rows == 0:
+        raise EncodingError(f"{path}: the table has a header but no data rows")
 
 
 def _encode_each(path: Any, schema: Schema, chunks: Iterable[pd.DataFrame], debug: bool
@@ -767,7 +788,9 @@ def decode_codes(codes: np.ndarray, schema: Schema, *, seed: Any = None,
             data[col.name] = s.astype("Int64").mask(miss) if miss.any() else s
         else:
             data[col.name] = pd.Series(np.where(miss, np.nan, values))
-    return pd.DataFrame(data)
+    # every column is a fresh array: no copy, and no consolidation of the integer columns
+    # into one 2-d block (a copy the table writers undo, taking each column back out)
+    return pd.DataFrame(data, copy=False)
 
 
 _TEXT_ROWS = 100_000

@@ -54,9 +54,12 @@ MAX_BINS = 2**20
 MAX_EXACT_INTEGER = 2**53
 """Integer bounds and code-column sizes lie within +-2^53, where a float holds every integer
 exactly (values are parsed and binned as 64-bit floats)."""
-PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 """A plain decimal or scientific literal in ASCII: no spaces, no ``_``, no other digits, no
-``nan``/``inf``. The only text dpcore reads as a number."""
+``nan``/``inf``. The only text dpcore reads as a number. Each text matches in one way only
+(``123`` is not also ``12`` then ``3``): the reader matches a column's texts joined by line
+breaks with one run, and an ambiguous pattern made a failing run backtrack exponentially in
+the number of texts."""
 INFER_WARNING = (
     "NOT PRIVATE: this schema was drafted by reading the data. Category lists, bounds and bin "
     "edges derived from the records can reveal individual values. Review every column and "

@@ -26,53 +26,111 @@ bool integer_array(const py::handle& obj) {
   return dtype.kind() == 'i' || dtype.kind() == 'b' || (dtype.kind() == 'u' && dtype.itemsize() < 8);
 }
 
+// The positions as a NumPy array that owns the vector (no copy).
+py::array_t<std::int32_t> own(std::vector<std::int32_t>&& positions) {
+  auto* heap = new std::vector<std::int32_t>(std::move(positions));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<std::int32_t>*>(p); });
+  return py::array_t<std::int32_t>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
+}
+
+std::string_view bytes_of(const py::buffer& data, py::buffer_info* info) {
+  *info = data.request();
+  if (info->ndim != 1 || info->itemsize != 1 || (info->size > 1 && info->strides[0] != 1))
+    throw dpcore::InvalidArgument("data must be a contiguous 1-d buffer of bytes");
+  return {static_cast<const char*>(info->ptr), static_cast<std::size_t>(info->size)};
+}
+
+char one_byte(const std::string& sep) {
+  if (sep.size() != 1)
+    throw dpcore::InvalidArgument("the delimiter must be one byte, got " +
+                                  std::to_string(sep.size()));
+  return sep[0];
+}
+
+// A split's outcome for Python: ("plain", rows, [(positions, texts[, first])]), ("not plain",
+// 0, None), ("ragged", line, None) or ("not utf-8", column, None).
+py::tuple block_tuple(dpcore::CsvSplit status, std::size_t row, dpcore::CsvBlock& block,
+                      bool with_first) {
+  if (status == dpcore::CsvSplit::kNotPlain) return py::make_tuple("not plain", 0, py::none());
+  if (status == dpcore::CsvSplit::kRagged) return py::make_tuple("ragged", row, py::none());
+  py::list out;
+  for (std::size_t j = 0; j < block.index.size(); ++j) {
+    py::list texts;
+    for (std::string_view t : block.texts[j]) {
+      PyObject* s = PyUnicode_DecodeUTF8(t.data(), static_cast<py::ssize_t>(t.size()), "strict");
+      if (s == nullptr) {             // not UTF-8: a status, like a ragged line
+        PyErr_Clear();
+        return py::make_tuple("not utf-8", j, py::none());
+      }
+      texts.append(py::reinterpret_steal<py::str>(s));
+    }
+    py::array_t<std::int32_t> positions = own(std::move(block.index[j]));
+    if (with_first)
+      out.append(py::make_tuple(positions, texts, block.first[j]));
+    else
+      out.append(py::make_tuple(positions, texts));
+  }
+  return py::make_tuple("plain", block.rows, out);
+}
+
 }  // namespace
 
 void bind_csv(py::module_& m) {
   m.def(
       "split_csv",
       [](const py::buffer& data, const std::string& sep, std::size_t columns) -> py::tuple {
-        if (sep.size() != 1)
-          throw dpcore::InvalidArgument("the delimiter must be one byte, got " +
-                                        std::to_string(sep.size()));
-        const py::buffer_info info = data.request();
-        if (info.ndim != 1 || info.itemsize != 1 || (info.size > 1 && info.strides[0] != 1))
-          throw dpcore::InvalidArgument("data must be a contiguous 1-d buffer of bytes");
-        const std::string_view text(static_cast<const char*>(info.ptr),
-                                    static_cast<std::size_t>(info.size));
+        const char delimiter = one_byte(sep);
+        py::buffer_info info;
+        const std::string_view text = bytes_of(data, &info);
         dpcore::CsvBlock block;
         std::size_t row = 0;
         dpcore::CsvSplit status;
         {
           py::gil_scoped_release release;
-          status = dpcore::split_csv(text, sep[0], columns, &block, &row);
+          status = dpcore::split_csv(text, delimiter, columns, &block, &row);
         }
-        if (status == dpcore::CsvSplit::kNotPlain) return py::make_tuple("not plain", 0, py::none());
-        if (status == dpcore::CsvSplit::kRagged) return py::make_tuple("ragged", row, py::none());
-        py::list out;
-        for (std::size_t j = 0; j < columns; ++j) {
-          const auto& index = block.index[j];
-          py::array_t<std::int32_t> positions(static_cast<py::ssize_t>(index.size()));
-          std::copy(index.begin(), index.end(), positions.mutable_data());
-          py::list texts;
-          for (std::string_view t : block.texts[j]) {
-            PyObject* s = PyUnicode_DecodeUTF8(t.data(), static_cast<py::ssize_t>(t.size()),
-                                               "strict");
-            if (s == nullptr) {             // not UTF-8: a status, like a ragged line
-              PyErr_Clear();
-              return py::make_tuple("not utf-8", j, py::none());
-            }
-            texts.append(py::reinterpret_steal<py::str>(s));
-          }
-          out.append(py::make_tuple(positions, texts));
-        }
-        return py::make_tuple("plain", block.rows, out);
+        return block_tuple(status, row, block, false);
       },
       py::arg("data"), py::arg("sep"), py::arg("columns"),
       "Split whole CSV lines (bytes; no quoting) into `columns` fields a line: (\"plain\",\n"
       "rows, [(positions int32, distinct texts)] a column), (\"not plain\", 0, None) for a\n"
       "quote, a bare carriage return or an empty line, (\"ragged\", line, None) for a line\n"
       "with another field count, (\"not utf-8\", column, None) for a text that is not UTF-8.");
+  py::class_<dpcore::CsvSplitter>(
+      m, "CsvSplitter",
+      "split_csv for the blocks of one file in order, each column keeping its distinct texts\n"
+      "from block to block (up to `keep` a column; past that a column starts afresh at the\n"
+      "next block): a text is new once a file, not once a block.")
+      .def(py::init([](const std::string& sep, std::size_t columns, std::size_t keep) {
+             return dpcore::CsvSplitter(one_byte(sep), columns, keep);
+           }),
+           py::arg("sep"), py::arg("columns"), py::arg("keep"))
+      .def(
+          "split",
+          [](dpcore::CsvSplitter& self, const py::buffer& data) -> py::tuple {
+            py::buffer_info info;
+            const std::string_view text = bytes_of(data, &info);
+            dpcore::CsvBlock block;
+            std::size_t row = 0;
+            dpcore::CsvSplit status;
+            {
+              py::gil_scoped_release release;
+              status = self.split(text, &block, &row);
+            }
+            py::tuple out = block_tuple(status, row, block, true);
+            // a text that is not UTF-8 fails the block: as after any failed split, the
+            // next starts afresh (the text must not pass as known in a later block)
+            if (std::string(py::str(out[0])) != "plain") self.reset();
+            return out;
+          },
+          py::arg("data"),
+          "The next block of whole lines: (\"plain\", rows, [(positions int32, new texts,\n"
+          "first)] a column), where the new texts take positions first, first + 1, ... after\n"
+          "the column's texts kept from earlier blocks (first == 0: none kept), or the\n"
+          "statuses of split_csv (after which the next split starts afresh). Copies what it\n"
+          "keeps: the buffer may be reused.")
+      .def("reset", &dpcore::CsvSplitter::reset,
+           "Drop every column's texts: the next split starts afresh.");
   using Int64s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
   using Flags = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
   m.def(
@@ -131,13 +189,26 @@ void bind_csv(py::module_& m) {
           }
           cols.push_back(std::move(c));
         }
-        std::string out;
+        const std::size_t rows = n < 0 ? 0 : static_cast<std::size_t>(n);
+        std::size_t size = 0;
         {
           py::gil_scoped_release release;
-          dpcore::format_csv(cols, n < 0 ? 0 : static_cast<std::size_t>(n), sep, eol, missing,
-                             &out);
+          size = dpcore::csv_text_size(cols, rows, sep, eol, missing);
         }
-        return py::bytes(out);
+        // the text goes straight into the bytes object (no zero-filled string, no copy)
+        PyObject* out = PyBytes_FromStringAndSize(
+            nullptr, static_cast<py::ssize_t>(size + dpcore::kCsvTextSlack));
+        if (out == nullptr) throw py::error_already_set();
+        {
+          auto owner = py::reinterpret_steal<py::object>(out);   // freed if writing throws
+          py::gil_scoped_release release;
+          dpcore::write_csv_text(cols, rows, sep, eol, missing, PyBytes_AS_STRING(out));
+          owner.release();
+        }
+        // drop the slack the fixed-size copies wrote over (a fresh object: resizable)
+        if (_PyBytes_Resize(&out, static_cast<py::ssize_t>(size)) != 0)
+          throw py::error_already_set();
+        return py::reinterpret_steal<py::bytes>(out);
       },
       py::arg("columns"), py::arg("sep"), py::arg("eol"), py::arg("missing"),
       "CSV rows (UTF-8 bytes) from columns (values, labels, mask) of NumPy integer arrays:\n"

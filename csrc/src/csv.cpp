@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <limits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "dpcore/errors.hpp"
 
@@ -25,12 +30,13 @@ std::size_t decimal_width(std::int64_t v) {
 
 }  // namespace
 
-void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
-                const std::string& eol, const std::string& missing_text, std::string* out) {
-  if (columns.empty() || n == 0) return;
-  // First pass: check every label position and size the text exactly, so it is written
-  // through a pointer into one allocation of what it needs (a long label used once costs
-  // its own bytes, not a row's worth of them in every row).
+std::size_t csv_text_size(const std::vector<CsvColumn>& columns, std::size_t n,
+                          const std::string& sep, const std::string& eol,
+                          const std::string& missing_text) {
+  if (columns.empty() || n == 0) return 0;
+  // Check every label position and size the text exactly, so it is written through a
+  // pointer into one allocation of what it needs (a long label used once costs its own
+  // bytes, not a row's worth of them in every row).
   std::size_t total = n * (eol.size() + sep.size() * (columns.size() - 1));
   for (std::size_t j = 0; j < columns.size(); ++j) {
     const CsvColumn& c = columns[j];
@@ -50,107 +56,214 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
       }
     }
   }
-  const std::size_t start = out->size();
-  out->resize(start + total);
-  char* p = out->data() + start;
+  return total;
+}
+
+namespace {
+
+// Texts to copy into the CSV, each followed by kCsvTextSlack readable bytes, so a text of
+// up to that many bytes is copied by one fixed-size memcpy (two 8-byte moves) rather than
+// a call with a variable size; the bytes past its end are overwritten by what follows.
+class PaddedTexts {
+ public:
+  std::size_t add(std::string_view text) {
+    const std::size_t at = bytes_.size();
+    bytes_.append(text.data(), text.size());
+    bytes_.append(kCsvTextSlack, '\0');
+    spans_.push_back({at, text.size()});
+    return spans_.size() - 1;
+  }
+  std::size_t count() const { return spans_.size(); }
+  const char* data(std::size_t k) const { return bytes_.data() + spans_[k].first; }
+  std::size_t size(std::size_t k) const { return spans_[k].second; }
+
+ private:
+  std::string bytes_;
+  std::vector<std::pair<std::size_t, std::size_t>> spans_;
+};
+
+inline char* put(char* p, const char* text, std::size_t size) {
+  if (size <= kCsvTextSlack)
+    std::memcpy(p, text, kCsvTextSlack);
+  else
+    std::memcpy(p, text, size);
+  return p + size;
+}
+
+}  // namespace
+
+void write_csv_text(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
+                    const std::string& eol, const std::string& missing_text, char* p) {
+  if (columns.empty() || n == 0) return;
+  PaddedTexts texts;
+  const std::size_t sep_k = texts.add(sep), eol_k = texts.add(eol);
+  const std::size_t missing_k = texts.add(missing_text);
+  std::vector<std::size_t> first(columns.size(), 0);   // a column's first label in `texts`
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    if (columns[j].integers) continue;
+    first[j] = texts.count();
+    for (const std::string& label : columns[j].labels) texts.add(label);
+  }
+  const char* sep_text = texts.data(sep_k);
+  const std::size_t sep_size = texts.size(sep_k);
   for (std::size_t r = 0; r < n; ++r) {
     for (std::size_t j = 0; j < columns.size(); ++j) {
       const CsvColumn& c = columns[j];
-      if (j > 0) {
-        std::memcpy(p, sep.data(), sep.size());
-        p += sep.size();
-      }
+      if (j > 0) p = put(p, sep_text, sep_size);
       const std::int64_t v = c.data[r];
-      const std::string* text = &missing_text;
+      std::size_t k = missing_k;
       if (c.integers) {
         if (c.missing == nullptr || c.missing[r] == 0) {
           p = std::to_chars(p, p + 20, v).ptr;
           continue;
         }
       } else if (v >= 0) {
-        text = &c.labels[static_cast<std::size_t>(v)];
+        k = first[j] + static_cast<std::size_t>(v);
       }
-      std::memcpy(p, text->data(), text->size());
-      p += text->size();
+      p = put(p, texts.data(k), texts.size(k));
     }
-    std::memcpy(p, eol.data(), eol.size());
-    p += eol.size();
+    p = put(p, texts.data(eol_k), texts.size(eol_k));
   }
+}
+
+void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
+                const std::string& eol, const std::string& missing_text, std::string* out) {
+  const std::size_t total = csv_text_size(columns, n, sep, eol, missing_text);
+  const std::size_t start = out->size();
+  out->resize(start + total + kCsvTextSlack);
+  write_csv_text(columns, n, sep, eol, missing_text, out->data() + start);
+  out->resize(start + total);
 }
 
 namespace {
 
-// A 64-bit hash of a short text (fields are mostly a few bytes long): 8 bytes at a time, the
-// tail read as two overlapping words (no byte-by-byte load, which stalls store forwarding).
-std::uint64_t text_hash(std::string_view text) {
+// The first 16 bytes of a field, zero-padded: the slot's key (with the size) and the hash's
+// input. A field that starts 16 bytes or more before the block's end is read by two
+// unaligned 8-byte loads and masked (no byte loop, no memcmp call); one near the end is
+// copied first, so nothing past the block is read.
+struct Head {
+  std::uint64_t w0 = 0, w1 = 0;
+};
+
+inline std::uint64_t low_bytes(std::uint64_t w, std::size_t k) {   // k in 0..8
+  return k >= 8 ? w : w & ((std::uint64_t{1} << (8 * k)) - 1);
+}
+
+// Masking keeps a word's first bytes in memory only on a little-endian machine; elsewhere
+// every head is copied.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+constexpr bool kLittleEndian = true;
+#else
+constexpr bool kLittleEndian = false;
+#endif
+
+inline Head head_of(const char* p, std::size_t size, const char* end) {
+  Head h;
+  if (kLittleEndian && end - p >= 16) {
+    std::memcpy(&h.w0, p, 8);
+    std::memcpy(&h.w1, p + 8, 8);
+    h.w0 = low_bytes(h.w0, size);
+    h.w1 = size > 8 ? low_bytes(h.w1, size - 8) : 0;
+  } else {
+    char tmp[16] = {};
+    std::memcpy(tmp, p, std::min<std::size_t>(size, 16));
+    std::memcpy(&h.w0, tmp, 8);
+    std::memcpy(&h.w1, tmp + 8, 8);
+  }
+  return h;
+}
+
+// A 64-bit hash of a text from its head and size (and, past 16 bytes, the rest, 8 bytes at
+// a time); the table picks a slot by the top bits, so the last step mixes into them.
+inline std::uint64_t text_hash(const Head& head, const char* p, std::size_t size) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
-  const char* p = text.data();
-  std::size_t left = text.size();
-  std::uint64_t h = left * kMul;
-  for (; left >= 8; p += 8, left -= 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * kMul;
-    h ^= h >> 31;
+  std::uint64_t h = (head.w0 ^ (size * 0xC2B2AE3D27D4EB4FULL)) * kMul;
+  h = (h ^ (h >> 29) ^ head.w1) * 0xBF58476D1CE4E5B9ULL;
+  for (std::size_t i = 16; i < size; i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p + i, std::min<std::size_t>(8, size - i));
+    h = (h ^ w ^ (h >> 31)) * kMul;
   }
-  if (left > 0) {
-    std::uint64_t w;
-    if (left >= 4) {
-      std::uint32_t a, b;
-      std::memcpy(&a, p, 4);
-      std::memcpy(&b, p + left - 4, 4);
-      w = (std::uint64_t{a} << 32) | b;
-    } else {
-      w = (std::uint64_t{static_cast<unsigned char>(p[0])} << 16) |
-          (std::uint64_t{static_cast<unsigned char>(p[left / 2])} << 8) |
-          static_cast<unsigned char>(p[left - 1]);
-    }
-    h = (h ^ w) * kMul;
-    h ^= h >> 31;
-  }
-  return h * kMul;
+  return (h ^ (h >> 32)) * kMul;
 }
 
 // Distinct texts of one column: open addressing, positions in order of first sight. A slot
-// keeps the hash and (up to kInline bytes) the text itself, so a lookup reads one slot, not
-// the text's first occurrence somewhere in a block of megabytes.
+// keeps the hash, the size and the text's first 16 bytes, so a lookup reads one slot, not
+// the text's first occurrence somewhere in a block of megabytes (a longer text is compared
+// there too, past its head).
+//
+// With `copy`, the index keeps its own copy of each text (the splitter of a whole file keeps
+// texts from block to block, after the block that held them is gone); without, the texts
+// are views into the block.
 class TextIndex {
  public:
-  explicit TextIndex(std::vector<std::string_view>* texts) : texts_(texts) { resize(64); }
+  explicit TextIndex(bool copy) : copy_(copy) { resize(64); }
 
-  std::int32_t position(std::string_view text) {
-    const std::uint64_t h = text_hash(text);
+  std::size_t size() const { return texts_.size(); }
+  const std::vector<std::string_view>& texts() const { return texts_; }
+  std::vector<std::string_view> take_texts() { return std::move(texts_); }
+
+  void clear() {
+    texts_.clear();
+    store_.clear();
+    resize(64);
+  }
+
+  // The head and hash of the text at p (hashed before the lookup, so a batch of fields can
+  // have their slots fetched while others are looked up).
+  static Head key(const char* p, std::size_t size, const char* end, std::uint64_t* hash) {
+    const Head head = head_of(p, size, end);
+    *hash = text_hash(head, p, size);
+    return head;
+  }
+
+  void prefetch(std::uint64_t hash) const {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&slots_[hash >> shift_]);
+#else
+    (void)hash;
+#endif
+  }
+
+  std::int32_t position(const char* p, std::size_t size, const Head& head, std::uint64_t h) {
     for (std::size_t i = h >> shift_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
-      if (slot.position < 0) {
-        if (texts_->size() >= std::size_t(std::numeric_limits<std::int32_t>::max()))
-          throw InvalidArgument("a CSV block column holds more than 2^31 - 1 distinct texts");
-        slot.hash = h;
-        slot.position = static_cast<std::int32_t>(texts_->size());
-        slot.size = static_cast<std::uint32_t>(std::min(text.size(), kInline + 1));
-        std::memcpy(slot.bytes, text.data(), std::min(text.size(), kInline));
-        texts_->push_back(text);
-        if (texts_->size() * 2 > slots_.size()) rehash();
-        return static_cast<std::int32_t>(texts_->size() - 1);
-      }
-      if (slot.hash != h) continue;
-      if (slot.size <= kInline) {
-        if (slot.size == text.size() && std::memcmp(slot.bytes, text.data(), slot.size) == 0)
-          return slot.position;
-      } else if ((*texts_)[std::size_t(slot.position)] == text) {
+      if (slot.position < 0) return insert(slot, h, head, p, size);
+      if (slot.hash == h && slot.size == size && slot.head.w0 == head.w0 &&
+          slot.head.w1 == head.w1 &&
+          (size <= 16 || std::memcmp(texts_[std::size_t(slot.position)].data() + 16,
+                                     p + 16, size - 16) == 0))
         return slot.position;
-      }
     }
   }
 
  private:
-  static constexpr std::size_t kInline = 16;
   struct Slot {
     std::uint64_t hash;
     std::int32_t position;
-    std::uint32_t size;        // the text's size, kInline + 1 for any longer text
-    char bytes[kInline];
+    std::uint32_t size;
+    Head head;
   };
+
+  std::int32_t insert(Slot& slot, std::uint64_t h, const Head& head, const char* p,
+                      std::size_t size) {
+    if (texts_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max()))
+      throw InvalidArgument("a CSV block column holds more than 2^31 - 1 distinct texts");
+    if (size > std::numeric_limits<std::uint32_t>::max())
+      throw InvalidArgument("a CSV field is longer than 2^32 - 1 bytes");
+    slot.hash = h;
+    slot.position = static_cast<std::int32_t>(texts_.size());
+    slot.size = static_cast<std::uint32_t>(size);
+    slot.head = head;
+    if (copy_) {
+      store_.emplace_back(p, size);       // a deque: earlier copies stay where they are
+      texts_.emplace_back(store_.back());
+    } else {
+      texts_.emplace_back(p, size);
+    }
+    if (texts_.size() * 2 > slots_.size()) rehash();
+    return static_cast<std::int32_t>(texts_.size() - 1);
+  }
 
   void resize(std::size_t size) {   // a power of two; the hash's top bits pick the slot
     Slot empty{};
@@ -173,22 +286,62 @@ class TextIndex {
     }
   }
 
-  std::vector<std::string_view>* texts_;
+  bool copy_;
+  std::vector<std::string_view> texts_;
+  std::deque<std::string> store_;
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
   int shift_ = 64;
 };
 
-}  // namespace
+// Bit k set where p[k] is `sep` or a line feed, for the 64 bytes at p (SSE2 where the
+// compiler targets it, a byte loop otherwise). Reading all the structure of a stretch at
+// once lets the splitter walk field ends by bit scans instead of a search call a field.
+inline std::uint64_t ends_mask(const char* p, char sep) {
+#if defined(__SSE2__)
+  const __m128i vs = _mm_set1_epi8(sep), vn = _mm_set1_epi8('\n');
+  std::uint64_t m = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const int bits = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, vs), _mm_cmpeq_epi8(v, vn)));
+    m |= std::uint64_t(static_cast<std::uint16_t>(bits)) << (16 * k);
+  }
+  return m;
+#else
+  std::uint64_t m = 0;
+  for (int k = 0; k < 64; ++k)
+    if (p[k] == sep || p[k] == '\n') m |= std::uint64_t{1} << k;
+  return m;
+#endif
+}
 
-CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
-                   std::size_t* row) {
+inline int lowest_bit(std::uint64_t m) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_ctzll(m);
+#else
+  int k = 0;
+  while (!(m & 1)) m >>= 1, ++k;
+  return k;
+#endif
+}
+
+void check_split_arguments(char sep, std::size_t columns) {
   if (columns == 0) throw InvalidArgument("a CSV block needs at least one column");
   if (columns > kMaxColumns)
     throw InvalidArgument("a CSV block has at most " + std::to_string(kMaxColumns) +
                           " columns, got " + std::to_string(columns));
+  if (sep == '\n' || sep == '\r' || sep == '"')
+    throw InvalidArgument("the delimiter cannot be a line feed, a carriage return or a quote");
+}
+
+// The split itself, into out->index (positions from each column's index); out->texts is
+// left to the caller.
+CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& index,
+                     CsvBlock* out, std::size_t* row) {
+  const std::size_t columns = index.size();
   out->index.assign(columns, {});
   out->texts.assign(columns, {});
+  out->first.assign(columns, 0);
   out->rows = 0;
   // A quote, or a carriage return that does not end a line: not for this reader.
   if (data.find('"') != std::string_view::npos) return CsvSplit::kNotPlain;
@@ -199,35 +352,144 @@ CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBloc
       std::count(data.begin(), data.end(), '\n')) + 1;
   if (lines_guess > std::size_t(std::numeric_limits<std::int32_t>::max()))
     throw InvalidArgument("a CSV block holds more than 2^31 - 1 lines");
-  std::vector<TextIndex> index;
-  index.reserve(columns);
-  for (std::size_t j = 0; j < columns; ++j) {
-    out->index[j].reserve(lines_guess);
-    index.emplace_back(&out->texts[j]);
-  }
-  std::size_t pos = 0, line = 0;
-  while (pos < data.size()) {
-    std::size_t end = data.find('\n', pos);
-    if (end == std::string_view::npos) end = data.size();
-    std::size_t stop = end;
-    if (stop > pos && data[stop - 1] == '\r') --stop;
-    if (stop == pos) return CsvSplit::kNotPlain;      // an empty line
-    std::string_view rest = data.substr(pos, stop - pos);
-    for (std::size_t j = 0; j < columns; ++j) {
-      const std::size_t cut = j + 1 < columns ? rest.find(sep) : rest.size();
-      if (cut == std::string_view::npos || (j + 1 == columns && rest.find(sep) !=
-                                                                  std::string_view::npos)) {
-        *row = line;
-        return CsvSplit::kRagged;
+  for (std::size_t j = 0; j < columns; ++j) out->index[j].resize(lines_guess);
+  const char* base = data.data();
+  const char* end = base + data.size();
+  const std::size_t n = data.size();
+  // Fields are looked up a batch of lines at a time: first every field's hash, fetching its
+  // slot, then the lookups. A large column's table (Adult's fnlwgt: 28,000 texts a block,
+  // 2 MiB of slots) misses the cache on most lookups; fetched ahead, the misses overlap.
+  const std::size_t batch_lines = std::max<std::size_t>(1, 1024 / columns);
+  struct Field {
+    std::size_t start, size;
+    std::uint64_t hash;
+    Head head;
+  };
+  std::vector<Field> fields(batch_lines * columns);
+  std::size_t filled = 0;     // fields of the batch so far
+  std::size_t done = 0;       // lines whose positions are written
+  auto flush = [&]() {
+    const std::size_t lines = filled / columns;
+    for (std::size_t l = 0, k = 0; l < lines; ++l) {
+      for (std::size_t j = 0; j < columns; ++j, ++k) {
+        Field& f = fields[k];
+        f.head = TextIndex::key(base + f.start, f.size, end, &f.hash);
+        index[j].prefetch(f.hash);
       }
-      out->index[j].push_back(index[j].position(rest.substr(0, cut)));
-      rest.remove_prefix(std::min(cut + 1, rest.size()));
     }
+    for (std::size_t l = 0, k = 0; l < lines; ++l) {
+      for (std::size_t j = 0; j < columns; ++j, ++k) {
+        const Field& f = fields[k];
+        out->index[j][done + l] = index[j].position(base + f.start, f.size, f.head, f.hash);
+      }
+    }
+    done += lines;
+    filled = 0;
+  };
+  std::size_t start = 0;      // where the current field starts
+  std::size_t field = 0;      // the current field's column in its line
+  std::size_t line = 0;
+  // One field end at e (a delimiter, or a line feed: line_end; e == n: the last line's
+  // missing end). Returns false, with `status` set, at an empty line or a ragged one.
+  CsvSplit status = CsvSplit::kPlain;
+  auto field_end = [&](std::size_t e, bool line_end) -> bool {
+    if (!line_end) {
+      if (field + 1 >= columns) {               // more fields than columns
+        *row = line;
+        status = CsvSplit::kRagged;
+        return false;
+      }
+      fields[filled++] = Field{start, e - start, 0, {}};
+      ++field;
+      start = e + 1;
+      return true;
+    }
+    std::size_t stop = e;
+    if (stop > start && base[stop - 1] == '\r') --stop;
+    if (field == 0 && stop == start) {          // an empty line
+      status = CsvSplit::kNotPlain;
+      return false;
+    }
+    if (field + 1 != columns) {                 // fewer fields than columns
+      *row = line;
+      status = CsvSplit::kRagged;
+      return false;
+    }
+    fields[filled++] = Field{start, stop - start, 0, {}};
+    field = 0;
     ++line;
-    pos = end + 1;
+    start = e + 1;
+    if (filled == fields.size()) flush();
+    return true;
+  };
+  std::size_t chunk = 0;
+  for (; chunk + 64 <= n; chunk += 64) {
+    for (std::uint64_t m = ends_mask(base + chunk, sep); m != 0; m &= m - 1) {
+      const std::size_t e = chunk + std::size_t(lowest_bit(m));
+      if (!field_end(e, base[e] == '\n')) return status;
+    }
   }
+  for (std::size_t e = chunk; e < n; ++e)       // the last bytes, one at a time
+    if ((base[e] == '\n' || base[e] == sep) && !field_end(e, base[e] == '\n')) return status;
+  // a last line without its end (it may end in a delimiter: then its last field is empty)
+  if ((start < n || field > 0) && !field_end(n, true)) return status;
+  flush();
+  for (std::size_t j = 0; j < columns; ++j) out->index[j].resize(line);
   out->rows = line;
   return CsvSplit::kPlain;
+}
+
+}  // namespace
+
+CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
+                   std::size_t* row) {
+  check_split_arguments(sep, columns);
+  std::vector<TextIndex> index;
+  index.reserve(columns);
+  for (std::size_t j = 0; j < columns; ++j) index.emplace_back(false);
+  const CsvSplit status = split_lines(data, sep, index, out, row);
+  if (status == CsvSplit::kPlain)
+    for (std::size_t j = 0; j < columns; ++j) out->texts[j] = index[j].take_texts();
+  return status;
+}
+
+struct CsvSplitter::Columns {
+  std::vector<TextIndex> index;
+};
+
+CsvSplitter::CsvSplitter(char sep, std::size_t columns, std::size_t keep)
+    : sep_(sep), keep_(keep), columns_(std::make_unique<Columns>()) {
+  check_split_arguments(sep, columns);
+  columns_->index.reserve(columns);
+  for (std::size_t j = 0; j < columns; ++j) columns_->index.emplace_back(true);
+}
+
+CsvSplitter::~CsvSplitter() = default;
+CsvSplitter::CsvSplitter(CsvSplitter&&) noexcept = default;
+CsvSplitter& CsvSplitter::operator=(CsvSplitter&&) noexcept = default;
+
+void CsvSplitter::reset() {
+  for (TextIndex& column : columns_->index) column.clear();
+}
+
+CsvSplit CsvSplitter::split(std::string_view data, CsvBlock* out, std::size_t* row) {
+  std::vector<TextIndex>& index = columns_->index;
+  std::vector<std::size_t> first(index.size());
+  for (std::size_t j = 0; j < index.size(); ++j) {
+    if (index[j].size() > keep_) index[j].clear();   // too many to keep: start afresh
+    first[j] = index[j].size();
+  }
+  const CsvSplit status = split_lines(data, sep_, index, out, row);
+  if (status != CsvSplit::kPlain) {
+    reset();      // what the failed block added is not the caller's: start afresh
+    return status;
+  }
+  out->first = first;
+  for (std::size_t j = 0; j < index.size(); ++j) {
+    const auto& texts = index[j].texts();
+    out->texts[j].assign(texts.begin() + std::ptrdiff_t(first[j]), texts.end());
+  }
+  return status;
 }
 
 }  // namespace dpcore

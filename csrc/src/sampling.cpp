@@ -12,11 +12,13 @@
 namespace dpcore {
 
 std::uint64_t Rng::below(std::uint64_t bound) {
-  // Reject the lowest (2**64 mod bound) outputs so every residue is equally likely.
-  const std::uint64_t threshold = (0 - bound) % bound;
+  // Reject the lowest (2**64 mod bound) outputs so every residue is equally likely. That
+  // threshold is below `bound`, so an output at or above `bound` (all but a bound / 2**64
+  // share of them) is kept without computing it: one division a draw instead of two (the
+  // shuffles of sample_columns make one draw a row), the same draws.
   for (;;) {
     const std::uint64_t r = engine_();
-    if (r >= threshold) return r % bound;
+    if (r >= bound || r >= (0 - bound) % bound) return r % bound;
   }
 }
 
@@ -35,7 +37,8 @@ void normalized(const double* p, std::size_t k, std::vector<double>* q) {
   for (std::size_t i = 0; i < k; ++i) (*q)[i] = p[i] > 0.0 ? p[i] / total : 0.0;
 }
 
-void shuffle(std::int64_t* v, std::int64_t m, Rng& rng) {
+template <class I>
+void shuffle(I* v, std::int64_t m, Rng& rng) {
   for (std::int64_t i = m - 1; i > 0; --i) {
     const auto j = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(i) + 1));
     std::swap(v[i], v[j]);
@@ -43,8 +46,10 @@ void shuffle(std::int64_t* v, std::int64_t m, Rng& rng) {
 }
 
 // The samplers behind round_group / sample_group, unchecked for sample_records' own tables.
-void round_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
-                     std::int64_t* out) {
+// I: the value type written (int32 in sample_columns when every value fits: half the memory
+// traffic in its n-long scatters and shuffles; the same draws either way).
+template <class I>
+void round_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng, I* out) {
   if (m <= 0) return;
   thread_local std::vector<double> q;
   normalized(p, k, &q);
@@ -56,7 +61,7 @@ void round_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
     double whole = std::floor(expected);
     if (whole > static_cast<double>(m - filled)) whole = static_cast<double>(m - filled);
     const auto count = static_cast<std::int64_t>(whole);
-    for (std::int64_t c = 0; c < count; ++c) out[filled++] = static_cast<std::int64_t>(i);
+    for (std::int64_t c = 0; c < count; ++c) out[filled++] = static_cast<I>(i);
     // Efraimidis-Spirakis: the r smallest keys -log(U)/w are a draw of r items without
     // replacement, each successive item chosen proportionally to its weight w. Zero-weight
     // items sort after all others (in random order) and are used only if rounding left too
@@ -73,13 +78,13 @@ void round_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
     const auto r = static_cast<std::ptrdiff_t>(std::min<std::int64_t>(extra, std::int64_t(k)));
     std::partial_sort(keys.begin(), keys.begin() + r, keys.end());
     for (std::int64_t e = 0; e < extra; ++e)
-      out[filled++] = static_cast<std::int64_t>(keys[std::size_t(e % r)].second);
+      out[filled++] = static_cast<I>(keys[std::size_t(e % r)].second);
   }
   shuffle(out, m, rng);
 }
 
-void sample_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
-                      std::int64_t* out) {
+template <class I>
+void sample_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng, I* out) {
   if (m <= 0) return;
   thread_local std::vector<double> cdf;
   normalized(p, k, &cdf);
@@ -95,7 +100,7 @@ void sample_unchecked(const double* p, std::size_t k, std::int64_t m, Rng& rng,
     auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
     std::size_t i = static_cast<std::size_t>(it - cdf.begin());
     // Rounding can put u at the very top; the last value with mass takes it.
-    out[r] = static_cast<std::int64_t>(i > last ? last : i);
+    out[r] = static_cast<I>(i > last ? last : i);
   }
 }
 
@@ -137,25 +142,18 @@ std::uint64_t record_cells(std::int64_t n, std::int64_t width) {
   return checked_cell_count({n, width});
 }
 
-std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& model,
-                                                      std::int64_t n, SampleMethod method,
-                                                      std::uint64_t seed) {
+namespace {
+
+// sample_columns' draws with working arrays of I (row numbers, cells and separator keys).
+template <class I>
+void draw_columns(const CalibratedTree& model, std::size_t rows, SampleMethod method,
+                  std::uint64_t seed, std::vector<std::vector<std::int32_t>>& column) {
   const JunctionTree& t = model.tree();
-  (void)record_cells(n, t.num_attrs());
-  const auto d = static_cast<std::size_t>(t.num_attrs());
-  for (std::size_t a = 0; a < d; ++a)
-    if (t.shape_of({AttrId(a)})[0] > std::numeric_limits<std::int32_t>::max())
-      throw InvalidArgument("sampling takes attributes of at most 2^31 - 1 values, attribute " +
-                            std::to_string(a) + " has " +
-                            std::to_string(t.shape_of({AttrId(a)})[0]));
-  const auto rows = static_cast<std::size_t>(n);
-  std::vector<std::vector<std::int32_t>> column(d);
-  if (rows == 0) return column;
   Rng rng(seed);
   // A column per attribute: a separator's key reads its columns in order and a group's draws
   // land in `grouped` in order, so the only scattered accesses are into n-long arrays, not
   // across a row-major n x d table (a cache miss per write there).
-  std::vector<std::int64_t> rows_by_group(rows), grouped(rows), cell_of_row(rows), key(rows);
+  std::vector<I> rows_by_group(rows), grouped(rows), cell_of_row(rows), key(rows);
   std::vector<std::int64_t> group_start;
   for (int c : t.order()) {
     const auto& sep = t.separator(c);
@@ -178,7 +176,7 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
     for (std::size_t j = 0; j < sep.size(); ++j) {
       const std::int32_t* codes = column[std::size_t(sep[j])].data();
       const std::int64_t size = sep_shape[j];
-      for (std::size_t r = 0; r < rows; ++r) key[r] = key[r] * size + codes[r];
+      for (std::size_t r = 0; r < rows; ++r) key[r] = static_cast<I>(key[r] * size + codes[r]);
     }
     group_start.assign(groups + 1, 0);
     for (std::size_t r = 0; r < rows; ++r) ++group_start[std::size_t(key[r]) + 1];
@@ -186,7 +184,7 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
     {
       std::vector<std::int64_t> cursor(group_start.begin(), group_start.end() - 1);
       for (std::size_t r = 0; r < rows; ++r)
-        rows_by_group[std::size_t(cursor[std::size_t(key[r])]++)] = std::int64_t(r);
+        rows_by_group[std::size_t(cursor[std::size_t(key[r])]++)] = static_cast<I>(r);
     }
     for (std::size_t g = 0; g < groups; ++g) {
       const std::int64_t begin = group_start[g], m = group_start[g + 1] - begin;
@@ -211,10 +209,45 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
       const std::int64_t size = fresh_shape[j];
       for (std::size_t r = 0; r < rows; ++r) {
         codes[r] = static_cast<std::int32_t>(cell_of_row[r] % size);
-        cell_of_row[r] /= size;
+        cell_of_row[r] = static_cast<I>(cell_of_row[r] / size);
       }
     }
   }
+}
+
+}  // namespace
+
+
+std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& model,
+                                                      std::int64_t n, SampleMethod method,
+                                                      std::uint64_t seed) {
+  const JunctionTree& t = model.tree();
+  (void)record_cells(n, t.num_attrs());
+  const auto d = static_cast<std::size_t>(t.num_attrs());
+  for (std::size_t a = 0; a < d; ++a)
+    if (t.shape_of({AttrId(a)})[0] > std::numeric_limits<std::int32_t>::max())
+      throw InvalidArgument("sampling takes attributes of at most 2^31 - 1 values, attribute " +
+                            std::to_string(a) + " has " +
+                            std::to_string(t.shape_of({AttrId(a)})[0]));
+  const auto rows = static_cast<std::size_t>(n);
+  std::vector<std::vector<std::int32_t>> column(d);
+  if (rows == 0) return column;
+  // int32 working arrays when row numbers, every clique's separator cells (keys) and its
+  // new cells fit: the same draws, half the bytes moved by the scatters and shuffles
+  constexpr std::size_t kInt32 = std::size_t(std::numeric_limits<std::int32_t>::max());
+  bool small = rows <= kInt32;
+  for (std::size_t c = 0; small && c < t.cliques().size(); ++c) {
+    std::size_t cells = 1;
+    for (std::int64_t s : t.shape_of(t.cliques()[c])) {
+      cells *= static_cast<std::size_t>(s);
+      if (cells > kInt32) break;
+    }
+    small = cells <= kInt32;
+  }
+  if (small)
+    draw_columns<std::int32_t>(model, rows, method, seed, column);
+  else
+    draw_columns<std::int64_t>(model, rows, method, seed, column);
   for (auto& codes : column)
     if (codes.empty()) codes.assign(rows, 0);   // an attribute in no clique (none in a JT)
   return column;

@@ -74,11 +74,53 @@ static void test_split() {
   CHECK(split_csv("a,b\nc\n", ',', 2, &block, &row) == CsvSplit::kRagged && row == 1);
   CHECK(split_csv("a,b,c\n", ',', 2, &block, &row) == CsvSplit::kRagged && row == 0);
   CHECK(split_csv("", ',', 2, &block, &row) == CsvSplit::kPlain && block.rows == 0);
+  // a last line without its end, ending in a delimiter: its last field is empty
+  CHECK(split_csv("a,b\nc,", ',', 2, &block, &row) == CsvSplit::kPlain && block.rows == 2);
+  CHECK((block.texts[1] == std::vector<std::string_view>{"b", ""}));
+  // the delimiter cannot be a line end or a quote
+  for (char bad : {'\n', '\r', '"'}) CHECK_THROWS(split_csv("a\n", bad, 1, &block, &row), InvalidArgument);
   CHECK_THROWS(split_csv("a\n", ',', 0, &block, &row), InvalidArgument);
+}
+
+static void test_splitter_keeps_texts() {
+  using Views = std::vector<std::string_view>;
+  using Positions = std::vector<std::int32_t>;
+  CsvBlock block;
+  std::size_t row = 99;
+  CsvSplitter keep_all(',', 2, 100);
+  CHECK(keep_all.split("a,1\nb,2\n", &block, &row) == CsvSplit::kPlain && block.rows == 2);
+  CHECK((block.first == std::vector<std::size_t>{0, 0}));
+  CHECK((block.texts[0] == Views{"a", "b"} && block.index[0] == Positions{0, 1}));
+  std::string second = "b,3\na,1\n";       // its texts are copied: the block may go
+  CHECK(keep_all.split(second, &block, &row) == CsvSplit::kPlain && block.rows == 2);
+  second.assign(second.size(), 'x');
+  CHECK((block.first == std::vector<std::size_t>{2, 2}));
+  CHECK((block.texts[0].empty() && block.index[0] == Positions{1, 0}));
+  CHECK((block.texts[1] == Views{"3"} && block.index[1] == Positions{2, 0}));
+  // past `keep` texts a column starts afresh at the next block; the other keeps its own
+  CsvSplitter keep_two(',', 2, 2);
+  CHECK(keep_two.split("a,1\nb,1\nc,1\n", &block, &row) == CsvSplit::kPlain);
+  CHECK(keep_two.split("c,1\nd,2\n", &block, &row) == CsvSplit::kPlain);
+  CHECK((block.first == std::vector<std::size_t>{0, 1}));
+  CHECK((block.texts[0] == Views{"c", "d"} && block.index[0] == Positions{0, 1}));
+  CHECK((block.texts[1] == Views{"2"} && block.index[1] == Positions{0, 1}));
+  // long texts (past the 16-byte head) told apart across blocks
+  CsvSplitter long_texts('|', 1, 100);
+  CHECK(long_texts.split("a long text of thirty bytes...\n", &block, &row) == CsvSplit::kPlain);
+  CHECK(long_texts.split("a long text of thirty bytes..!\na long text of thirty bytes...\n",
+                         &block, &row) == CsvSplit::kPlain);
+  CHECK((block.first == std::vector<std::size_t>{1} && block.index[0] == Positions{1, 0}));
+  // a failed block: the next starts afresh
+  CHECK(keep_all.split("a,1,x\n", &block, &row) == CsvSplit::kRagged && row == 0);
+  CHECK(keep_all.split("z,1\n", &block, &row) == CsvSplit::kPlain);
+  CHECK((block.first == std::vector<std::size_t>{0, 0} && block.texts[0] == Views{"z"}));
+  CHECK_THROWS(CsvSplitter(',', 0, 1), InvalidArgument);
+  CHECK_THROWS(CsvSplitter('\n', 1, 1), InvalidArgument);
 }
 
 int main() {
   test_rows();
+  test_splitter_keeps_texts();
   test_split();
   test_bad_position_refused();
   return dpcore_test::report();

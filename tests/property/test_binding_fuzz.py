@@ -176,6 +176,31 @@ def _check_split_csv(data, sep, columns):
             assert len(positions) == rows and all(0 <= p < len(texts) for p in positions)
 
 
+def _check_splitter(blocks, sep, columns, keep):
+    """CsvSplitter over blocks: each plain block's texts are split_csv's, read through the
+    texts the splitter kept (positions past them are the block's new texts)."""
+    splitter = call(_core.CsvSplitter, sep, columns, keep)
+    if splitter is None:
+        return
+    kept = [[] for _ in range(columns)]
+    for data in blocks:
+        out = call(splitter.split, data)
+        whole = call(_core.split_csv, data, sep, columns)
+        assert (out is None) == (whole is None)
+        if out is None:
+            continue
+        assert out[:2] == whole[:2] or (out[0] == whole[0] != "plain")
+        if out[0] != "plain":
+            kept = [[] for _ in range(columns)]     # the next block starts afresh
+            continue
+        for j, ((positions, new, first), (wpos, wtexts)) in enumerate(zip(out[2], whole[2])):
+            if first == 0:
+                kept[j] = []
+            assert first == len(kept[j]) and (first == 0 or first <= keep)
+            kept[j] += new
+            assert [kept[j][p] for p in positions] == [wtexts[p] for p in wpos]
+
+
 def _check_format_csv(columns, sep, eol, missing):
     out = call(_core.format_csv, columns, sep, eol, missing)
     if out is not None:     # the rows a plain Python formatter makes of the same columns
@@ -280,6 +305,17 @@ CASES = {
             lambda t: t.encode("utf-8")) | st.binary(min_size=2, max_size=40).map(
             lambda b: memoryview(b)[::2])),             # a strided buffer: refused
         either(st.sampled_from([",", ";", "", ",,"])), either(st.integers(-1, 4))),
+    "CsvSplitter": st.builds(
+        lambda sep, k, keep: lambda: call(_core.CsvSplitter, sep, k, keep),
+        either(st.sampled_from([",", ";", "", "\n", ",,"])), either(st.integers(-1, 4)),
+        either(st.integers(-1, 3))),
+    "CsvSplitter.split": st.builds(
+        lambda blocks, sep, k, keep: lambda: _check_splitter(blocks, sep, k, keep),
+        st.lists(either(st.text(alphabet="ab,;\n\r\"é", max_size=30).map(
+            lambda t: t.encode("utf-8")) | st.binary(max_size=12)), max_size=4),
+        st.sampled_from([",", ";"]), st.integers(1, 3), st.integers(0, 3)),
+    "CsvSplitter.reset": st.builds(
+        lambda k: lambda: _core.CsvSplitter(",", k, 1).reset(), st.integers(1, 3)),
     "format_csv": st.builds(
         lambda c, sep, eol, miss: lambda: _check_format_csv(c, sep, eol, miss),
         either(st.lists(either(st.tuples(

@@ -363,3 +363,14 @@ def test_read_codes_and_decode_withhold_values(tmp_path):
         decode_codes(np.array([[0], [9]]), schema(c=CAT))
     with pytest.raises(InvalidArgumentError, match=r"\(it is 9\)"):
         decode_codes(np.array([[0], [9]]), schema(c=CAT), debug=True)
+
+
+def test_a_bad_text_among_many_numbers_is_found_in_linear_time():
+    """The one-regex-run check of a numeric column's distinct texts fails fast when one text
+    is not a number (the pattern had two ways to match "123": a failing run over n texts
+    backtracked ~3^n steps, so 30 numbers and one bad text hung the reader)."""
+    import numpy as np
+    from dpcore.encoding import _numbers_of
+    texts = [str(100 + k) for k in range(5000)] + ["x", "1.5e3"]
+    got = _numbers_of(np.array(texts, dtype=object))
+    assert np.isnan(got[5000]) and got[5001] == 1500.0 and got[0] == 100.0

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,11 +28,27 @@ struct CsvColumn {
 void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
                 const std::string& eol, const std::string& missing_text, std::string* out);
 
+/// format_csv() in two steps, for a caller that owns the memory (the binding writes into a
+/// Python bytes object: no zero-filled string, no copy): the text's exact size, checking
+/// every label position as format_csv() does (InvalidArgument), then the text written at
+/// `out`, which must hold that many bytes plus kCsvTextSlack (written over: fields are
+/// copied in fixed-size moves; positions unchecked: call the first step first).
+constexpr std::size_t kCsvTextSlack = 16;
+std::size_t csv_text_size(const std::vector<CsvColumn>& columns, std::size_t n,
+                          const std::string& sep, const std::string& eol,
+                          const std::string& missing_text);
+void write_csv_text(const std::vector<CsvColumn>& columns, std::size_t n, const std::string& sep,
+                    const std::string& eol, const std::string& missing_text, char* out);
+
 /// A block of CSV lines split into columns: for each column, each row's position among the
-/// column's distinct texts, and those texts (views into the block) in order of first sight.
+/// column's distinct texts, and those texts in order of first sight. From split_csv(): all
+/// the block's texts (views into the block; `first` is 0). From CsvSplitter::split(): the
+/// texts new in this block, which take positions first[column], first[column] + 1, ...
+/// after the texts of earlier blocks (views into the splitter, valid until its next split).
 struct CsvBlock {
   std::vector<std::vector<std::int32_t>> index;      // [column][row]
-  std::vector<std::vector<std::string_view>> texts;  // [column][position]
+  std::vector<std::vector<std::string_view>> texts;  // [column][position - first]
+  std::vector<std::size_t> first;                    // [column]
   std::size_t rows = 0;
 };
 
@@ -46,8 +63,37 @@ constexpr std::size_t kMaxColumns = std::size_t{1} << 20;
 /// Splits `data` (whole lines, each ended by "\n" or "\r\n"; the last may lack its end) on
 /// the one-byte delimiter `sep` into `columns` fields a line. Texts are raw bytes: nothing is
 /// trimmed or interpreted. On kNotPlain / kRagged, `out` holds no usable rows. InvalidArgument
-/// for no column, more than kMaxColumns, or more than 2^31 - 1 lines or distinct texts.
+/// for no column, more than kMaxColumns, a delimiter that is a line feed, a carriage return
+/// or a quote, or more than 2^31 - 1 lines or distinct texts. One pass finds the field ends
+/// 64 bytes at a time (SSE2 where available); each field is looked up by its first 16
+/// bytes and size in an open-addressing table a column.
 CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBlock* out,
                    std::size_t* row);
+
+/// split_csv() for the blocks of one file in order, each column keeping its distinct texts
+/// (copies) from block to block: a text is new once a file rather than once a block, so
+/// the caller interprets each distinct text once. A column that holds more than `keep`
+/// texts when a block starts drops them (its positions start again at 0: first == 0), so
+/// memory stays bounded whatever the file's size. After a failed split the next starts
+/// afresh in every column. InvalidArgument as split_csv().
+class CsvSplitter {
+ public:
+  CsvSplitter(char sep, std::size_t columns, std::size_t keep);
+  ~CsvSplitter();
+  CsvSplitter(CsvSplitter&&) noexcept;
+  CsvSplitter& operator=(CsvSplitter&&) noexcept;
+
+  /// Splits the next block (whole lines, as split_csv()).
+  CsvSplit split(std::string_view data, CsvBlock* out, std::size_t* row);
+
+  /// Drops every column's texts: the next split starts afresh (as after a failed one).
+  void reset();
+
+ private:
+  struct Columns;
+  char sep_;
+  std::size_t keep_;
+  std::unique_ptr<Columns> columns_;
+};
 
 }  // namespace dpcore

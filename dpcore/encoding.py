@@ -159,9 +159,22 @@ def _numbers_of(values: np.ndarray) -> np.ndarray:
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Per-row indices into the distinct values (-1 for NA), so per-value Python work is paid
-    once per distinct value, not per row."""
-    index, uniques = pd.factorize(series.to_numpy(dtype=object), use_na_sentinel=True)
+    once per distinct value, not per row. A boolean stands as its text ("True"), which is how
+    it encodes: pandas hashes True as 1, so factorizing [1, True] would merge them."""
+    values = series.to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=True) not in _UNMIXED:
+        kinds = np.fromiter((isinstance(v, (bool, np.bool_)) for v in values), bool, len(values))
+        if kinds.any():
+            values = values.copy()
+            values[kinds] = [str(bool(v)) for v in values[kinds]]
+    index, uniques = pd.factorize(values, use_na_sentinel=True)
     return index, np.asarray(uniques, dtype=object)
+
+
+#: infer_dtype answers under which an object column holds no boolean next to a number.
+_UNMIXED = frozenset({"string", "boolean", "integer", "floating", "decimal", "empty", "bytes",
+                      "datetime", "date", "time", "timedelta", "period", "interval",
+                      "categorical", "complex"})
 
 
 @functools.lru_cache(maxsize=16)

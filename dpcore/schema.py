@@ -54,7 +54,7 @@ MAX_BINS = 2**20
 MAX_EXACT_INTEGER = 2**53
 """Integer bounds and code-column sizes lie within +-2^53, where a float holds every integer
 exactly (values are parsed and binned as 64-bit floats)."""
-PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 """A plain decimal or scientific literal in ASCII: no spaces, no ``_``, no other digits, no
 ``nan``/``inf``. The only text dpcore reads as a number."""
 INFER_WARNING = (

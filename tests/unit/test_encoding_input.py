@@ -8,6 +8,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpcore.encoding import (
     EncodingError, check_delimiter, decode_codes, encode_frame, infer_schema,
@@ -290,6 +292,45 @@ def test_plain_decimals_are_accepted():
     s = schema(n={"type": "numeric", "lower": 0, "upper": 100, "bins": [0, 1, 10, 100]})
     values = ["5", "+5", "5.", ".5", "0.5e1", "5E+1", "00012"]
     assert encode_frame(pd.DataFrame({"n": values}), s)[:, 0].tolist() == [1, 1, 1, 0, 1, 2, 2]
+
+
+# The grammar before session 13: the same language, but a digit run could split between
+# "[0-9]+" and "[0-9]*" in many ways, so a failing match over joined lines backtracked
+# exponentially in the number of good values before the bad one.
+AMBIGUOUS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789.+-eE x", max_size=12))
+def test_plain_decimal_grammar_is_the_documented_language(text):
+    from dpcore.schema import PLAIN_DECIMAL
+    assert bool(PLAIN_DECIMAL.fullmatch(text)) == bool(AMBIGUOUS_DECIMAL.fullmatch(text))
+
+
+@pytest.mark.parametrize("bad", ["n/a", " 30 ", "1,000", "30 "])
+def test_a_bad_number_after_many_good_ones_is_refused_at_once(bad):
+    # 40 distinct good texts, then one bad: the old grammar took ~4^40 steps here (a hang)
+    values = [str(1000 + i) for i in range(40)] + [bad]
+    s = schema(n=dict(NUM, upper=10**6))
+    with pytest.raises(EncodingError, match="column 'n', row 41: the value is not a finite"):
+        encode_frame(pd.DataFrame({"n": values}), s)
+
+
+@pytest.mark.parametrize("values", [[True, 1, 0, False], [1, True, False, 0], [1.0, True],
+                                    [np.True_, 1, False, np.int64(0)]])
+def test_booleans_and_numbers_stay_distinct_values(values):
+    # pandas hashes True as 1: factorizing them together once gave both one code, by order
+    s = schema(x={"type": "categorical", "categories": ["True", "1", "0", "False"]})
+    codes = encode_frame(pd.DataFrame({"x": pd.Series(values, dtype=object)}), s)[:, 0]
+    want = [str(v) if isinstance(v, (bool, np.bool_)) else str(int(v)) for v in values]
+    assert [s["x"].categories[c] for c in codes] == want
+
+
+def test_a_boolean_in_a_numeric_column_is_refused_wherever_it_is():
+    s = schema(n=dict(NUM, upper=10))
+    for values, row in (([2, 1, True], 3), ([True, 2], 1)):
+        with pytest.raises(EncodingError, match=f"column 'n', row {row}:"):
+            encode_frame(pd.DataFrame({"n": pd.Series(values, dtype=object)}), s)
 
 
 def test_parse_decimal():

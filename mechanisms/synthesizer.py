@@ -1073,7 +1073,11 @@ class _AdaptiveSynthesizer(Synthesizer):
         plan = plan_adaptive(domain, rho, family=self.family, workload=workload,
                              rounds=self.rounds, per_round=self.per_round, alpha=self.alpha,
                              rows=rows, seed=seed)
-        self._make_family()          # the family's settings are checked before any charge
+        family = self._make_family()   # the family's settings are checked before any charge
+        if hasattr(family, "largest_table"):
+            from .plan import check_family_table
+            check_family_table(family.largest_table(domain, [c for c, _ in plan.options[
+                "workload"]]), self.name)
         return plan
 
     def _make_family(self) -> Any:

@@ -95,6 +95,10 @@ def test_synthesizers_by_name_fit_sample_verify(name, options, tmp_path):
     ("gem", {"options": {"wings": 2}}, "options for gem"),
     ("rap-softmax", {"options": {"learning_rate": -1}}, "learning_rate"),
     ("rap-softmax", {"per_round": 99}, "per_round"),
+    # sizes beyond memory are refused from the options, not by the allocator mid-run
+    ("rap-softmax", {"options": {"rows": 10 ** 9}}, "rap-softmax with these options .* cap"),
+    ("gem", {"options": {"batch": 10 ** 9}}, "gem with these options .* cap"),
+    ("gem", {"options": {"hidden": (10 ** 5, 10 ** 5)}}, "gem with these options .* cap"),
 ])
 def test_bad_settings_are_refused_before_any_charge(name, kwargs, message, tmp_path):
     path = tmp_path / "ledger.json"

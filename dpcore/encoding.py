@@ -47,6 +47,7 @@ import pandas as pd
 
 from dpcore.datetimes import DatetimeColumn, from_units, to_units
 from dpcore.errors import InvalidArgumentError
+from dpcore.files import replace_into
 from dpcore.jsonio import cap
 from dpcore.schema import (
     INFER_WARNING, PLAIN_DECIMAL, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
@@ -890,7 +891,7 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                                                 na_rep=missing_token, sep=sep).encode("utf-8")
                         fh.write(data)
                     rows += len(part)
-        os.replace(tmp, target)
+        replace_into(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -45,6 +45,7 @@ from typing import Any, Literal, Mapping, Sequence, Union
 import numpy as np
 
 from dpcore.errors import InvalidArgumentError
+from dpcore.files import replace_into
 from dpcore.jsonio import JsonInputError, cap, load_path
 
 SCHEMA_FORMAT = "dpcore-schema"
@@ -554,7 +555,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         os.chmod(tmp, default_file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, target)
+        replace_into(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -276,6 +276,7 @@ class Synthesizer(abc.ABC):
                           debug=debug, engine=engine,
                           batch_bytes=DEFAULT_BATCH_BYTES if batch_bytes is None else batch_bytes)
         digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
+        self._input_path = os.fspath(path)      # never an output of this synthesizer
         try:
             return self._fit_dataset(table, schema, plan, digest, callback=callback,
                                      keep_open=keep_open)
@@ -415,7 +416,19 @@ class Synthesizer(abc.ABC):
         if state.get("_filter") is not None:           # an open file and its lock stay here
             state["_ledger"] = self.ledger
         state["_filter"] = None
+        state.pop("_input_path", None)                 # a local path, not part of the fit
         return state
+
+    def _check_output(self, path: str | os.PathLike) -> None:
+        """An output of this synthesizer is never its ledger, the ledger's salt file or the
+        file it was fitted on, and never a device (see :mod:`dpcore.files`)."""
+        from dpcore.files import check_not_protected, check_replaceable, salt_path
+        ledger = self.ledger_path
+        check_not_protected(path, [
+            ("this fit's ledger", ledger),
+            ("the ledger's salt file", None if ledger is None else salt_path(ledger)),
+            ("the file this synthesizer was fitted on", getattr(self, "_input_path", None))])
+        check_replaceable(path)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the fitted synthesizer (model, schema, ledger) to ``path``, atomically. It is a
@@ -423,6 +436,7 @@ class Synthesizer(abc.ABC):
         import pickle
         from dpcore.schema import atomic_write_bytes
         self._fitted()
+        self._check_output(path)
         atomic_write_bytes(path, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
@@ -628,6 +642,7 @@ class Synthesizer(abc.ABC):
         schema = self.schema_
         if schema is None:
             self._fitted()
+        self._check_output(path)
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
         csv = not is_parquet(path)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpcore.errors import DomainError, DpcoreTypeError, InvalidArgumentError
+from dpcore.files import replace_into
 
 _FORMAT = "dpcore.GraphicalModel"
 _VERSION = 1
@@ -210,7 +211,7 @@ class GraphicalModel:
                 np.savez(fh, **arrays)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            replace_into(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)

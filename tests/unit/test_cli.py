@@ -506,6 +506,7 @@ def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
     assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
     assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
     (work / "ledger.json").unlink()
+    (work / "ledger.json.private").unlink()    # a new ledger never shares an old salt file
     (work / "out.csv").unlink()
     for extra, expected in [({"--mechanism": "privpgd", "--particles": str(10 ** 10)}, "particles"),
                             ({"--mechanism": "privpgd", "--epochs": "0"}, "epochs"),
@@ -513,3 +514,52 @@ def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
         code, err = run(synth_args(work, **extra), capsys)
         assert code == 2 and expected in err and "\n" not in err.strip(), err
         assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()
+
+
+# ------------------------------------------------------------------ session 13: what an output may be
+@pytest.mark.parametrize("flag", ["--out", "--result"])
+def test_no_output_replaces_the_ledgers_salt_file(work, capsys, flag):
+    salt = work / "ledger.json.private"
+    code, err = run(synth_args(work, **{flag: str(salt)}) + ["--force"], capsys)
+    assert code == 2 and "is the same file as the ledger's salt file" in err, err
+    assert not (work / "ledger.json").exists() and not salt.exists()
+
+
+@pytest.mark.parametrize("flag", ["--out", "--result"])
+def test_force_never_replaces_a_fifo_or_device(work, capsys, flag):
+    import os
+    import stat
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    code, err = run(synth_args(work, **{flag: str(fifo)}) + ["--force"], capsys)
+    assert code == 2 and "is not a regular file" in err, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (work / "ledger.json").exists()
+
+
+def test_a_planted_salt_file_stops_the_run_before_any_charge(work, capsys):
+    import os
+    public = work / "public.txt"
+    public.write_text("")
+    os.symlink(public, work / "ledger.json.private")
+    code, err = run(synth_args(work), capsys)
+    assert code == 2 and "salt file" in err and "already exists" in err, err
+    assert public.read_text() == "" and not (work / "ledger.json").exists()
+
+
+@pytest.mark.parametrize("plant", ["link", "readable"])
+def test_a_continued_ledgers_salt_file_must_be_private(work, capsys, plant):
+    import os
+    assert main(synth_args(work, **{"--epsilon": "0.5"})) == 0
+    salt = work / "ledger.json.private"
+    before = salt.read_bytes()
+    spent = (work / "ledger.json").read_bytes()
+    if plant == "link":
+        salt.rename(work / "moved")
+        os.symlink(work / "moved", salt)
+    else:
+        os.chmod(salt, 0o644)
+    (work / "out.csv").unlink()
+    code, err = run(synth_args(work, **{"--epsilon": "0.5"}) + ["--continue"], capsys)
+    assert code == 2 and "salt file" in err and ("link" in err or "0644" in err), err
+    assert (work / "ledger.json").read_bytes() == spent          # nothing charged
+    assert (work / ("moved" if plant == "link" else "ledger.json.private")).read_bytes() == before

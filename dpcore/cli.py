@@ -125,6 +125,14 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
         os.unlink(tmp)
 
 
+def _is_utf8(path: str) -> bool:
+    try:
+        os.fspath(path).encode("utf-8")        # undecodable bytes arrive as surrogates
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _check_distinct(inputs: Sequence[tuple[str, Any]], outputs: Sequence[tuple[str, Any]]) -> None:
     """No output may be an input or another output (the sensitive input would be replaced)."""
     from dpcore.files import same_file
@@ -249,6 +257,10 @@ def _synth(args: argparse.Namespace) -> int:
     workload_in = args.workload if args.workload not in ("all-1way", "all-2way", "all-3way") \
         and os.path.isfile(args.workload) else None
     from dpcore.files import salt_path
+    for label, path in (("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)):
+        if path is not None and not _is_utf8(path):
+            raise CliError(f"{label} {path!r}: the path is not UTF-8 text, which the ledger "
+                           f"records it as; rename it")
     _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in),
                      ("the ledger's salt file", salt_path(args.ledger))],
                     [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
@@ -586,6 +598,8 @@ def _print_summary(args: argparse.Namespace, synth: Any, rows: int, elapsed: flo
           f"({measured} noisy measurements, {selected} private selections); spent "
           f"rho = {float(spent):.6g} = ({eps:.4g}, {synth.delta:g})-DP{lifetime}; wrote {rows} "
           f"rows to {args.out}, ledger to {args.ledger}", file=sys.stderr)
+    print(f"dpcore: ledger head {ledger.head_hash}: publish it; `dpcore verify --head` then "
+          f"fails any rewrite of what the ledger held at this point", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------ verify
@@ -600,14 +614,17 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if args.epsilon is not None:
         epsilon, delta = _budget(args)
         promise = {"epsilon": epsilon, "delta": delta}
-    report = verify_ledger(path, **promise)
+    report = verify_ledger(path, **promise, head=args.head,
+                           allow_fixed_seed=args.allow_fixed_seed)
     if args.json:
         print(json.dumps({"ok": bool(report.ok), "status": report.status,
                           "entries": report.entries, "runs": report.runs,
                           "rho_spent": None if report.rho_spent is None else str(report.rho_spent),
                           "rho_budget": None if report.rho_budget is None
                           else str(report.rho_budget),
-                          "epsilon": report.epsilon, "delta": report.delta,
+                          "epsilon": report.epsilon if report.epsilon is None
+                          or math.isfinite(report.epsilon) else str(report.epsilon),
+                          "delta": report.delta,
                           "promise": report.promise, "notes": list(report.notes),
                           "reasons": list(report.reasons)}, indent=1))
     else:
@@ -916,6 +933,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "as taken from the file)")
     v.add_argument("--delta", help="the promised delta (give with --epsilon)")
     v.add_argument("--json", action="store_true", help="machine-readable output")
+    v.add_argument("--head", help="a head hash published after a run (dpcore synth prints it): "
+                   "fail unless the ledger still holds it, i.e. only grew since")
+    v.add_argument("--allow-fixed-seed", action="store_true", help="check the accounting of "
+                   "runs made with --seed (tests, demos) instead of failing them: their noise "
+                   "is reproducible, so they are not private releases")
     v.set_defaults(func=_cmd_verify)
 
     lg = sub.add_parser("ledger", help="ledger tools")

@@ -98,6 +98,15 @@ class PrivacyFilter:
         still open was cut off; it is closed as ``interrupted`` first."""
         file, ledger = LedgerFile.open(ledger_path)
         try:
+            # The whole file must verify (its budget against the filter's cap and its own
+            # (epsilon, delta), every release against its event) before anything more is
+            # charged to it: an edited header must not raise the lifetime budget. A fixed-seed
+            # run fails an audit, not the accounting, so it does not stop a continuation.
+            from .verify import verify_ledger
+            report = verify_ledger(ledger_path, allow_fixed_seed=True, require_promise=False)
+            if report.status == "fail":
+                raise LedgerError(f"ledger {os.fspath(ledger_path)!r} does not verify: "
+                                  f"{report.reasons[0]}; refusing to continue it")
             accountant = ZCDPAccountant()
             for entry in ledger.charges:  # never continue from understated costs
                 if accountant.rho(entry.event) != entry.rho:

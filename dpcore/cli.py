@@ -256,13 +256,17 @@ def _synth(args: argparse.Namespace) -> int:
         data_in, schema_in = args.data, args.schema
     workload_in = args.workload if args.workload not in ("all-1way", "all-2way", "all-3way") \
         and os.path.isfile(args.workload) else None
-    from dpcore.files import salt_path
+    from dpcore.files import salt_path, same_file
     for label, path in (("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)):
         if path is not None and not _is_utf8(path):
             raise CliError(f"{label} {path!r}: the path is not UTF-8 text, which the ledger "
                            f"records it as; rename it")
+    public_in = getattr(args, "public", None)
+    if public_in is not None and data_in is not None and same_file(public_in, data_in):
+        raise CliError(f"--public {public_in!r} is the same file as --data: public data is read "
+                       f"without a charge, so it must not be the sensitive table")
     _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in),
-                     ("the ledger's salt file", salt_path(args.ledger))],
+                     ("--public", public_in), ("the ledger's salt file", salt_path(args.ledger))],
                     [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
     _check_salt_file(args.ledger, args.continue_ledger)
     partitioned = _partitioned_out(args)
@@ -289,7 +293,9 @@ def _synth(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.engine != "dask":
         raise CliError("--scheduler applies to --engine dask")
     options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
-                               "continue_ledger": args.continue_ledger, "noise": args.noise}
+                               "continue_ledger": args.continue_ledger, "noise": args.noise,
+                               # a mechanism's own bar (PrivPGD's epochs) as the CLI's: a TTY
+                               "progress": not args.quiet and sys.stderr.isatty()}
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)

@@ -226,9 +226,9 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
 def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: int,
                    debug: bool) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
-            series.dtype):
+            series.dtype) and not pd.api.types.is_complex_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-    else:
+    else:       # texts, objects, and complex numbers (each then not a number: refused)
         index, uniques = _factorize(series)
         parsed = np.append(_numbers_of(uniques), math.nan)
         values = parsed[index]  # index -1 (NA) picks the trailing NaN
@@ -813,6 +813,18 @@ def _csv_column(series: pd.Series, special: tuple[str, ...]) -> tuple | None:
     return index, uniques, None  # position -1 (None / NaN) is the missing token
 
 
+def _has_cr(frame: pd.DataFrame) -> bool:
+    """Whether a text of the frame (a label of a categorical column, else a value) or its
+    header holds a carriage return. Categorical columns are judged by their labels, so every
+    chunk of one decoded table is judged alike."""
+    def texts(series):
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            return series.dtype.categories
+        return series.to_numpy() if series.dtype == object else ()
+    return any(isinstance(c, str) and "\r" in c for c in frame.columns) or any(
+        isinstance(t, str) and "\r" in t for name in frame.columns for t in texts(frame[name]))
+
+
 def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: bool
                ) -> bytes | None:
     """``frame.to_csv(index=False, na_rep=missing_token, sep=sep)``'s UTF-8 bytes, formatted
@@ -887,8 +899,13 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                         header = k == 0 and start == 0
                         data = _plain_csv(piece, missing_token, sep, header=header)
                         if data is None:
+                            # QUOTE_MINIMAL leaves a bare "\r" unquoted (it is not in the
+                            # line terminator): such a table quotes every text instead
+                            quoting = csv.QUOTE_NONNUMERIC if _has_cr(piece) else \
+                                csv.QUOTE_MINIMAL
                             data = piece.to_csv(None, index=False, header=header,
-                                                na_rep=missing_token, sep=sep).encode("utf-8")
+                                                na_rep=missing_token, sep=sep,
+                                                quoting=quoting).encode("utf-8")
                         fh.write(data)
                     rows += len(part)
         replace_into(tmp, target)

@@ -434,6 +434,13 @@ class Schema:
             raise _fail(dup[0], "column names must be unique")
         self.columns: tuple[Column, ...] = tuple(columns)
         self.missing_values: tuple[str, ...] = tuple(str(m) for m in missing_values)
+        for c in self.columns:     # a token that is also a label would turn the label missing
+            if isinstance(c, CategoricalColumn):
+                clash = next((m for m in self.missing_values if m in c.categories), None)
+                if clash is not None:
+                    raise _fail(c.name, f"category {clash!r} is also a missing-value token "
+                                        f"(missing_values); rows holding it could not be told "
+                                        f"apart from missing ones")
         self.warning = warning
         # public rules (dpcore.constraints), validated here: a bad rule fails before any charge
         from dpcore.constraints import parse_constraints

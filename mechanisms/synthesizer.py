@@ -716,7 +716,8 @@ class Synthesizer(abc.ABC):
 class _WorkloadSynthesizer(Synthesizer):
     reads_marginals_only = True
 
-    def __init__(self, epsilon: float, delta: float, *, workload: WorkloadSpec = "all-3way",
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
+                 workload: WorkloadSpec = "all-3way",
                  max_model_size: float | None = None, rounds: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)

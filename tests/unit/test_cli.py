@@ -340,10 +340,15 @@ def test_output_that_cannot_fit_on_the_disk(work, capsys, monkeypatch):
     ({"--out": "{hard.csv}"}, "is the same file as --data"),
     ({"--mechanism": "aim", "--workload": "{w.json}", "--result": "{w.json}"},
      "is the same file as --workload"),
+    ({"--mechanism": "nist-mst", "--public": "{p.csv}", "--out": "{p.csv}"},
+     "--out '{p.csv}' is the same file as --public"),
+    # public data is read uncharged: the sensitive table passed as "public" is refused
+    ({"--mechanism": "nist-mst", "--public": "{hard.csv}"}, "is the same file as --data"),
 ])
 def test_an_output_never_replaces_an_input_or_another_output(work, capsys, overrides, expected):
     import os
     (work / "w.json").write_text(json.dumps([["color", "flag"]]))
+    (work / "p.csv").write_bytes((work / "data.csv").read_bytes())
     os.symlink(work / "data.csv", work / "link.csv")
     os.link(work / "data.csv", work / "hard.csv")
     before = {p.name: p.read_bytes() for p in work.iterdir()}

@@ -404,3 +404,26 @@ def test_read_codes_and_decode_withhold_values(tmp_path):
         decode_codes(np.array([[0], [9]]), schema(c=CAT))
     with pytest.raises(InvalidArgumentError, match=r"\(it is 9\)"):
         decode_codes(np.array([[0], [9]]), schema(c=CAT), debug=True)
+
+
+def test_a_missing_token_that_is_also_a_category_is_refused():
+    with pytest.raises(SchemaError, match="category 'F' is also a missing-value token"):
+        Schema.from_dict({"missing_values": ["F"], "columns": {
+            "sex": {"type": "categorical", "categories": ["F", "M"], "missing": "code"}}})
+
+
+def test_complex_numbers_are_not_numbers():
+    s = schema(n=dict(NUM, upper=10))
+    with pytest.raises(EncodingError, match="column 'n', row 1: the value is not a finite"):
+        encode_frame(pd.DataFrame({"n": [1 + 9j, 9 + 0j]}), s)
+
+
+@pytest.mark.parametrize("label", ["q\rinside", "a\r", "\rb"])
+def test_a_label_with_a_carriage_return_round_trips(tmp_path, label):
+    # pandas' minimal quoting leaves a bare CR unquoted (it is not in the line terminator)
+    frame = pd.DataFrame({"c": pd.Categorical([label, "z", label], categories=["z", label]),
+                          "n": pd.Categorical(["0", "1", "0"])})
+    path = tmp_path / "out.csv"
+    write_table([frame.iloc[:2], frame.iloc[2:]], path)
+    back = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert back["c"].tolist() == [label, "z", label] and back["n"].tolist() == ["0", "1", "0"]

@@ -9,7 +9,7 @@ fitted model and decodes them, which is post-processing and costs no budget.
 >>> df = pd.DataFrame({"sex": ["F", "M"] * 50, "smoker": ["no", "no", "yes", "no"] * 25})
 >>> schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
 ...                       "smoker": {"type": "categorical", "categories": ["no", "yes"]}}}
->>> synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-6, seed=0).fit(df, schema=schema)
+>>> synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-6).fit(df, schema=schema)
 >>> sample = synth.sample(10, seed=0)
 >>> list(sample.columns), len(sample)
 (['sex', 'smoker'], 10)

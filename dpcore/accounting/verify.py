@@ -40,6 +40,7 @@ MAX_DEPTH = 32           # the ledger's own rules (ledger.normalize_what), resta
 MAX_INT_DIGITS = 100
 _RATIONAL = re.compile(r"-?[0-9]{1,400}(/[0-9]{1,400})?")   # a float budget: ~330 digits
 _HEAD = re.compile(r"[0-9a-f]{64}")
+_MAX_SUM_BITS = 1 << 15
 _HEX_FLOAT = re.compile(r"-?0x[0-9a-f]{1,16}(\.[0-9a-f]{0,16})?p[+-]?[0-9]{1,5}")
 _ENTRY_KEYS = {"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"}
 _ENTRIES_OPEN = ',"entries":['
@@ -330,10 +331,20 @@ def _exact_cost(where: str, event) -> sympy.Expr:
     if kind == "ZCDPEvent":
         return field_("rho", positive=False)
     if kind == "ComposedEvent":
-        # dpcore's curator charges one release an entry and no release is charged as a
-        # composition; summing one exactly could take hours (many coprime 400-digit
-        # denominators multiply out), so it is refused unread.
-        raise _Bad(f"{where}: a ComposedEvent is never charged by dpcore's curator")
+        parts = event["events"]
+        if not isinstance(parts, list) or not parts or len(parts) > 10 ** 5:
+            raise _Bad(f"{where}: ComposedEvent needs a non-empty 'events' list")
+        # Exact sums of many coprime 400-digit denominators multiply out (a small file once
+        # took hours): the running sum's size is bounded. Honest costs sit on binary grids.
+        total = sympy.Integer(0)
+        for i, e in enumerate(parts):
+            total += _exact_cost(f"{where}.events[{i}]", e)
+            if total.is_Rational and max(int(total.p).bit_length(),
+                                         int(total.q).bit_length()) > _MAX_SUM_BITS:
+                raise _Bad(f"{where}: the ComposedEvent's exact cost needs more than "
+                           f"{_MAX_SUM_BITS} bits (a forged composition of unrelated "
+                           f"denominators)")
+        return total
     count = event["count"]
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10 ** 12:
         raise _Bad(f"{where}.count must be an int in [1, 10**12]")

@@ -226,7 +226,8 @@ def test_synth_progress_bar_and_summary_on_a_terminal(work, capsys, monkeypatch)
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "% of budget" in err and "MST finished" in err and "(1, 1e-06)-DP" in err
-    assert (work / "out.csv").exists() and main(["verify", str(work / "ledger.json")]) == 0
+    assert (work / "out.csv").exists()
+    assert main(["verify", "--allow-fixed-seed", str(work / "ledger.json")]) == 0
 
 
 def test_synth_quiet_off_a_terminal_prints_nothing(work, capsys):
@@ -283,7 +284,7 @@ def test_huge_workload_weights_run_and_spend_exactly_the_budget(work, capsys):
     argv = synth_args(work, **{"--mechanism": "aim", "--workload": str(work / "w.json"),
                                "--rounds": "3", "--seed": "1"})
     assert main(argv) == 0
-    assert main(["verify", "--json", str(work / "ledger.json")]) == 0
+    assert main(["verify", "--allow-fixed-seed", "--json", str(work / "ledger.json")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["rho_spent"] == report["rho_budget"]
 
@@ -472,7 +473,8 @@ def test_product_mixture_mechanisms_run_and_verify(work, capsys, mechanism, publ
                                "--public": str(work / "public.csv") if public else None})
     code, err = run(argv, capsys)
     assert code == 0, err
-    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    assert main(["verify", "--allow-fixed-seed", "--epsilon", "1", "--delta", "1e-6",
+                 str(work / "ledger.json")]) == 0
     assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
 
 
@@ -500,7 +502,7 @@ def test_oracle_mechanisms_run_from_the_cli_and_verify(work, capsys, mechanism):
                                         "--rounds": "3", "--seed": "1"}), capsys)
     assert code == 0, err
     assert (work / "out.csv").exists()
-    assert verify_ledger(Ledger.load(work / "ledger.json")).ok
+    assert verify_ledger(Ledger.load(work / "ledger.json"), allow_fixed_seed=True).ok
 
 
 def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
@@ -508,7 +510,8 @@ def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
                                "--lr": "0.05", "--seed": "1"})
     code, err = run(argv, capsys)
     assert code == 0, err
-    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    assert main(["verify", "--allow-fixed-seed", "--epsilon", "1", "--delta", "1e-6",
+                 str(work / "ledger.json")]) == 0
     assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
     (work / "ledger.json").unlink()
     (work / "ledger.json.private").unlink()    # a new ledger never shares an old salt file

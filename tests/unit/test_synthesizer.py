@@ -67,7 +67,7 @@ def test_independent_fit_sample_verify(frame, tmp_path):
     assert list(sample.columns) == list(SCHEMA["columns"]) and len(sample) == 250
     assert pd.api.types.is_integer_dtype(sample["age"]) and sample["age"].between(0, 99).all()
     assert set(sample["job"]) <= {"a", "b", "c", "other"}
-    assert synth.verify().ok and json.loads(path.read_text())["entries"]
+    assert synth.verify(allow_fixed_seed=True).ok and json.loads(path.read_text())["entries"]
     assert synth.ledger.spent <= synth.ledger.budget
     with pytest.raises(InvalidArgumentError, match="already fitted"):
         synth.fit(frame, SCHEMA)
@@ -144,5 +144,5 @@ def test_default_delta_fit_sample_and_pickle_round_trip(adult_small, tmp_path):
     path = tmp_path / "synth.pkl"
     synth.save(path)
     again = Synthesizer.load(path)
-    assert again.verify().ok and len(again.sample(25)) == 25
+    assert again.verify(allow_fixed_seed=True).ok and len(again.sample(25)) == 25
     assert pickle.loads(pickle.dumps(synth)).ledger == synth.ledger

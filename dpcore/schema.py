@@ -336,11 +336,29 @@ def _check_edges(column: str, edges: tuple[float, ...], integer: bool) -> None:
                                     f"contains no integer")
 
 
+#: The keys each column type reads ("description" is free text anywhere): any other key is
+#: refused, so a misspelt one ("interger") cannot be silently ignored.
+_COLUMN_KEYS = {
+    "categorical": {"categories", "other", "missing"},
+    "numeric": {"lower", "upper", "bins", "integer", "points", "out_of_bounds", "missing",
+                "decode"},
+    "datetime": {"lower", "upper", "resolution", "bins", "format", "out_of_bounds", "missing"},
+    "code": {"size"},
+}
+_SCHEMA_KEYS = {"format", "version", "columns", "missing_values", "constraints", "warning",
+                "description", "source"}
+
+
 def column_from_dict(name: str, spec: Any) -> Column:
     """Validate one column spec from a schema file."""
     if not isinstance(spec, Mapping):
         raise _fail(name, f"spec must be an object, got {spec!r}")
     kind = spec.get("type")
+    if kind in _COLUMN_KEYS:
+        unknown = sorted(set(map(str, spec)) - _COLUMN_KEYS[kind] - {"type", "description"})
+        if unknown:
+            raise _fail(name, f"unknown key {cap(repr(unknown[0]), 40)}: a {kind} column takes "
+                              f"{sorted(_COLUMN_KEYS[kind])} (and 'description')")
     if kind == "categorical":
         cats = spec.get("categories")
         if not isinstance(cats, list) or not cats:
@@ -501,6 +519,10 @@ class Schema:
         if type(version) is not int or version != SCHEMA_VERSION:
             raise _fail(None, f"'version' must be {SCHEMA_VERSION} (the only version this dpcore "
                               f"reads), got {cap(repr(version), 40)}")
+        unknown = sorted(set(map(str, obj)) - _SCHEMA_KEYS)
+        if unknown:
+            raise _fail(None, f"unknown top-level key {cap(repr(unknown[0]), 40)}: a schema "
+                              f"takes {sorted(_SCHEMA_KEYS)}")
         cols = obj["columns"]
         if not isinstance(cols, Mapping) or not cols:
             raise _fail(None, "'columns' must be a non-empty object of column specs")

@@ -427,3 +427,15 @@ def test_a_label_with_a_carriage_return_round_trips(tmp_path, label):
     write_table([frame.iloc[:2], frame.iloc[2:]], path)
     back = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert back["c"].tolist() == [label, "z", label] and back["n"].tolist() == ["0", "1", "0"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"columns": {"n": dict(NUM, interger=True)}}, "column 'n': unknown key 'interger'"),
+    ({"columns": {"c": dict(CAT, catgories=["a"])}}, "column 'c': unknown key 'catgories'"),
+    ({"columns": {"c": CAT}, "missing_value": ["?"]}, "unknown top-level key 'missing_value'"),
+])
+def test_a_misspelt_schema_key_is_refused_not_ignored(spec, message):
+    with pytest.raises(SchemaError, match=message):
+        Schema.from_dict(spec)
+    Schema.from_dict({"columns": {"c": dict(CAT, description="free text")},
+                      "description": "ok", "source": "ok"})

@@ -338,6 +338,8 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
     column, row and rule; ``debug=True`` adds the offending value (sensitive data). A column
     of pandas ``category`` dtype (the typed reader's) is encoded once per distinct value."""
     check_columns(list(frame.columns), schema)
+    if not all(isinstance(c, str) for c in frame.columns):   # 0 is the schema's column "0"
+        frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     out = np.empty((len(frame), len(schema)), dtype=schema.code_dtype())
     first: EncodingError | None = None   # the error of the earliest bad row (then column)
     for j, col in enumerate(schema.columns):
@@ -374,6 +376,8 @@ def check_columns(header: Sequence[Any], schema: Schema) -> None:
         hint = ""
         if len(names) == 1 and any(d in names[0] for d in SNIFF_DELIMITERS):
             hint = f" (the header is one field {names[0]!r}: wrong delimiter?)"
+        elif names and names[0].startswith("\ufeff"):
+            hint = " (the file starts with a byte-order mark: save it as UTF-8 without one)"
         raise EncodingError(f"the data lacks schema column(s) {missing}{hint}",
                             column=missing[0])
     if extra:
@@ -971,6 +975,8 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
     order: list[str] | None = None
     stats: dict[str, dict[str, Any]] = {}
     for chunk in chunks:
+        if not all(isinstance(c, str) for c in chunk.columns):  # 0 drafts column "0"
+            chunk = chunk.set_axis([str(c) for c in chunk.columns], axis=1)
         if order is None:
             order = [str(c) for c in chunk.columns]
             unknown = sorted((set(bounds) | set(categories)) - set(order))

@@ -112,10 +112,16 @@ class Synthesizer(abc.ABC):
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
                  ledger_path: str | os.PathLike | None = None, continue_ledger: bool = False,
                  noise: str = "discrete", progress: bool = True) -> None:
+        if isinstance(epsilon, (np.integer, np.floating)):     # numpy scalars as Python's
+            epsilon = epsilon.item()
+        if isinstance(delta, (np.integer, np.floating)):
+            delta = delta.item()
         for label, value, ok in (("epsilon", epsilon, lambda v: v > 0),
                                  ("delta", delta, lambda v: 0 < v < 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not (
-                    np.isfinite(float(value)) and ok(value)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+                raise DpcoreTypeError(f"{label} must be a number (int, float or Fraction), got "
+                                      f"{type(value).__name__}")
+            if not (np.isfinite(float(value)) and ok(value)):
                 rule = "> 0 and finite" if label == "epsilon" else "in (0, 1)"
                 raise InvalidArgumentError(f"{label} must be {rule}, got {value!r}")
         if noise not in NOISES:

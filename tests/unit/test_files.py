@@ -87,3 +87,22 @@ def test_workload_synthesizers_default_delta_like_the_others():
     from mechanisms import AIM, MST
     assert AIM(epsilon=1.0).delta == MST(epsilon=1.0).delta == 1e-9
     assert Synthesizer.create("mwem", epsilon=1.0).delta == 1e-9
+
+
+def test_numpy_scalars_are_numbers_and_other_types_are_type_errors():
+    from dpcore.errors import DpcoreTypeError
+    synth = Synthesizer.create("mst", epsilon=np.float32(1.0), delta=np.float64(1e-9))
+    assert type(synth.epsilon) is float and synth.epsilon == 1.0
+    assert Synthesizer.create("mst", epsilon=np.int64(2)).epsilon == 2
+    with pytest.raises(DpcoreTypeError, match="epsilon must be a number"):
+        Synthesizer.create("mst", epsilon="1")
+
+
+def test_integer_column_names_are_the_schemas_texts():
+    from dpcore.encoding import infer_schema
+    df = pd.DataFrame({0: ["a", "b"] * 50, 1: ["x", "y"] * 50})
+    schema = {"columns": {"0": {"type": "categorical", "categories": ["a", "b"]},
+                          "1": {"type": "categorical", "categories": ["x", "y"]}}}
+    synth = Synthesizer.create("mst", epsilon=1.0, progress=False).fit(df, schema)
+    assert list(synth.sample(5).columns) == ["0", "1"]
+    assert infer_schema(df).names == ("0", "1")

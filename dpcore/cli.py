@@ -609,6 +609,15 @@ def _print_summary(args: argparse.Namespace, synth: Any, rows: int, elapsed: flo
 
 
 # ------------------------------------------------------------------------ verify
+def _head_of(path: Path) -> str | None:
+    """The ledger file's own head hash (what to publish), None when it cannot be read."""
+    from dpcore.accounting.ledger import Ledger
+    try:
+        return Ledger.load(path).head_hash
+    except Exception:       # a ledger that does not load has no head to publish
+        return None
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from dpcore.accounting import verify_ledger
     path = Path(args.ledger)
@@ -628,9 +637,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                           "rho_spent": None if report.rho_spent is None else str(report.rho_spent),
                           "rho_budget": None if report.rho_budget is None
                           else str(report.rho_budget),
-                          "epsilon": report.epsilon if report.epsilon is None
-                          or math.isfinite(report.epsilon) else str(report.epsilon),
-                          "delta": report.delta,
+                          "epsilon": report.epsilon if report.epsilon is not None
+                          and math.isfinite(report.epsilon) else None,
+                          "delta": report.delta, "head_hash": _head_of(path),
                           "promise": report.promise, "notes": list(report.notes),
                           "reasons": list(report.reasons)}, indent=1))
     else:

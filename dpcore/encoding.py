@@ -160,22 +160,20 @@ def _numbers_of(values: np.ndarray) -> np.ndarray:
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Per-row indices into the distinct values (-1 for NA), so per-value Python work is paid
-    once per distinct value, not per row. A boolean stands as its text ("True"), which is how
-    it encodes: pandas hashes True as 1, so factorizing [1, True] would merge them."""
+    once per distinct value, not per row. pandas hashes True as 1 and False as 0, so where a
+    boolean and such a number may have merged, the booleans stand as their texts ("True", how
+    they encode) and the values are factorized again."""
     values = series.to_numpy(dtype=object)
-    if pd.api.types.infer_dtype(values, skipna=True) not in _UNMIXED:
-        kinds = np.fromiter((isinstance(v, (bool, np.bool_)) for v in values), bool, len(values))
-        if kinds.any():
+    index, uniques = pd.factorize(values, use_na_sentinel=True)
+    if any(isinstance(u, (bool, np.bool_)) or (_is_number(u) and u in (0, 1))
+           for u in uniques):
+        kinds = np.fromiter((isinstance(v, (bool, np.bool_)) for v in values), bool,
+                            len(values))
+        if kinds.any() and not kinds.all():
             values = values.copy()
             values[kinds] = [str(bool(v)) for v in values[kinds]]
-    index, uniques = pd.factorize(values, use_na_sentinel=True)
+            index, uniques = pd.factorize(values, use_na_sentinel=True)
     return index, np.asarray(uniques, dtype=object)
-
-
-#: infer_dtype answers under which an object column holds no boolean next to a number.
-_UNMIXED = frozenset({"string", "boolean", "integer", "floating", "decimal", "empty", "bytes",
-                      "datetime", "date", "time", "timedelta", "period", "interval",
-                      "categorical", "complex"})
 
 
 @functools.lru_cache(maxsize=16)
@@ -817,15 +815,18 @@ def _csv_column(series: pd.Series, special: tuple[str, ...]) -> tuple | None:
     return index, uniques, None  # position -1 (None / NaN) is the missing token
 
 
-def _has_cr(frame: pd.DataFrame) -> bool:
-    """Whether a text of the frame (a label of a categorical column, else a value) or its
-    header holds a carriage return. Categorical columns are judged by their labels, so every
-    chunk of one decoded table is judged alike."""
+def _has_cr(frame: pd.DataFrame, missing_token: str = "") -> bool:
+    """Whether a text of the frame (a label of a categorical column, else a value), its header
+    or the missing token holds a carriage return. Categorical columns are judged by their
+    labels, so every chunk of one decoded table is judged alike."""
     def texts(series):
         if isinstance(series.dtype, pd.CategoricalDtype):
             return series.dtype.categories
-        return series.to_numpy() if series.dtype == object else ()
-    return any(isinstance(c, str) and "\r" in c for c in frame.columns) or any(
+        if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+            return series.to_numpy(dtype=object)
+        return ()
+    return "\r" in missing_token or any(isinstance(c, str) and "\r" in c
+                                         for c in frame.columns) or any(
         isinstance(t, str) and "\r" in t for name in frame.columns for t in texts(frame[name]))
 
 
@@ -905,7 +906,7 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                         if data is None:
                             # QUOTE_MINIMAL leaves a bare "\r" unquoted (it is not in the
                             # line terminator): such a table quotes every text instead
-                            quoting = csv.QUOTE_NONNUMERIC if _has_cr(piece) else \
+                            quoting = csv.QUOTE_NONNUMERIC if _has_cr(piece, missing_token) else \
                                 csv.QUOTE_MINIMAL
                             data = piece.to_csv(None, index=False, header=header,
                                                 na_rep=missing_token, sep=sep,

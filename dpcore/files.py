@@ -2,8 +2,10 @@
 
 Outputs are written to a temporary file beside the target and renamed over it
 (:func:`replace_into`). A rename replaces whatever the name held, so the target must be absent,
-a regular file or a symbolic link (the link is replaced, not what it points to): a device, a
-FIFO or a socket (``/dev/null``) is refused, never turned into a regular file. A run's ledger,
+a regular file, or a link to one (the link is replaced, not what it points to): a device, a
+FIFO, a socket or a directory (``/dev/null``, or a link to it such as ``/dev/stdout``) is
+refused, never turned into a regular file. The check runs just before the rename; it guards
+against mistakes, not against a concurrent writer swapping the name in between. A run's ledger,
 its salt file and its input are never an output (:func:`check_not_protected`).
 """
 from __future__ import annotations
@@ -42,9 +44,14 @@ def check_replaceable(path: str | os.PathLike, label: str = "output") -> None:
     except OSError as err:
         raise InvalidArgumentError(f"cannot write {label} {os.fspath(path)!r}: "
                                    f"{err.strerror}") from None
+    if stat.S_ISLNK(mode):
+        try:
+            mode = os.stat(path).st_mode        # what the link names: /dev/stdout is one
+        except OSError:
+            return                              # a dangling link: the rename replaces it
     if stat.S_ISDIR(mode):
         raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is a directory")
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+    if not stat.S_ISREG(mode):
         raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is not a regular file (a "
                                    f"device, FIFO or socket); refusing to replace it")
 

@@ -454,7 +454,10 @@ class Schema:
         self.missing_values: tuple[str, ...] = tuple(str(m) for m in missing_values)
         for c in self.columns:     # a token that is also a label would turn the label missing
             if isinstance(c, CategoricalColumn):
-                clash = next((m for m in self.missing_values if m in c.categories), None)
+                labels = [*c.categories, *([c.other] if c.other is not None else [])]
+                keys = {category_key(label): label for label in labels}   # "1.0" is "1"
+                clash = next((keys[category_key(m)] for m in self.missing_values
+                              if category_key(m) in keys), None)
                 if clash is not None:
                     raise _fail(c.name, f"category {clash!r} is also a missing-value token "
                                         f"(missing_values); rows holding it could not be told "

@@ -40,14 +40,14 @@ MAX_DEPTH = 32           # the ledger's own rules (ledger.normalize_what), resta
 MAX_INT_DIGITS = 100
 _RATIONAL = re.compile(r"-?[0-9]{1,400}(/[0-9]{1,400})?")   # a float budget: ~330 digits
 _HEAD = re.compile(r"[0-9a-f]{64}")
-_MAX_SUM_BITS = 1 << 15
+_MAX_SUM_BITS, _PART_BITS = 1 << 12, 1 << 9
 _HEX_FLOAT = re.compile(r"-?0x[0-9a-f]{1,16}(\.[0-9a-f]{0,16})?p[+-]?[0-9]{1,5}")
 _ENTRY_KEYS = {"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"}
 _ENTRIES_OPEN = ',"entries":['
 # What each release kind may be charged as; these are the documented releases of dpcore's
 # curator (dpcore/curator.py), each with its claim in proofs/.
 _RELEASES = {
-    "marginal": ("GaussianEvent",),          # proofs/gaussian.py, proofs/weighted_marginals.py
+    "marginal": ("GaussianEvent",),          # proofs/gaussian.py (one marginal, sensitivity 1)
     "selection": ("ExponentialEvent",),      # proofs/exponential_mechanism.py
     "none": ("ZCDPEvent",),                  # releases nothing: retired budget
     "rejection": ("SelfComposedEvent",),     # DQRS's keep flags, proofs/dqrs_rejection.py
@@ -111,7 +111,7 @@ class _Bad(Exception):
 
 
 def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
-                  allow_fixed_seed=False, require_promise=True) -> VerificationReport:
+                  allow_fixed_seed=False) -> VerificationReport:
     """Recompute every entry of a ledger (a :class:`~.ledger.Ledger`, a path, or its JSON dict)
     and check it against the promised (``epsilon``, ``delta``): the ledger's budget must be at
     most the largest rho whose CKS conversion is (epsilon, delta)-DP, and the spend at most the
@@ -125,17 +125,17 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
 
     A run with a fixed seed (``seed_fixed`` in its opening entry) is not a private release:
     whoever knows the seed recomputes its noise. It fails unless ``allow_fixed_seed`` (tests
-    and demos, where only the accounting is checked). ``require_promise=False`` accepts a
-    ledger with no (epsilon, delta) anywhere (a filter created with a bare rho) and checks the
-    rest.
+    and demos, where only the accounting is checked).
     """
     state = {"spent": None, "budget": None, "epsilon": None, "delta": None, "entries": 0,
              "runs": 0, "incomplete": [], "notes": [], "promise": "", "fixed_seed": [],
              "hashes": set()}
     reasons: list[str] = []
     try:
+        if isinstance(head, str):
+            head = head.strip().lower()
         if head is not None and not (isinstance(head, str) and _HEAD.fullmatch(head)):
-            raise _Bad("the published head must be 64 lower-case hex digits (a SHA-256)")
+            raise _Bad("the published head must be 64 hex digits (a SHA-256)")
         if (epsilon is None) != (delta is None):
             raise _Bad("give both epsilon and delta as the promise, or neither")
         promise = None
@@ -147,15 +147,15 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
         if torn:
             state["incomplete"].append("the last write was cut off (the partial entry was "
                                        "never committed)")
-        _check(data, reasons, state, promise, torn, require_promise)
+        _check(data, reasons, state, promise, torn)
         if head is not None and head not in state["hashes"]:
             reasons.append(f"the published head {head[:16]}... is not in this ledger: it was "
                            f"rewritten after that head was published, or is another ledger")
-        for run in state["fixed_seed"]:
+        for label in state["fixed_seed"]:
             if allow_fixed_seed:
-                state["notes"].append(f"run {run} used a fixed seed (allowed: accounting only)")
+                state["notes"].append(f"{label} used a fixed seed (allowed: accounting only)")
             else:
-                reasons.append(f"run {run} used a fixed seed: whoever knows the seed recomputes "
+                reasons.append(f"{label} used a fixed seed: whoever knows the seed recomputes "
                                f"its noise, so it is not a private release (tests and demos "
                                f"only; allow_fixed_seed / --allow-fixed-seed checks its "
                                f"accounting alone)")
@@ -335,15 +335,17 @@ def _exact_cost(where: str, event) -> sympy.Expr:
         if not isinstance(parts, list) or not parts or len(parts) > 10 ** 5:
             raise _Bad(f"{where}: ComposedEvent needs a non-empty 'events' list")
         # Exact sums of many coprime 400-digit denominators multiply out (a small file once
-        # took hours): the running sum's size is bounded. Honest costs sit on binary grids.
+        # took hours), so the running sum may grow by _PART_BITS a part: a float's parameters
+        # give a part's cost a denominator of at most ~2 x 53 bits (a Gaussian's sigma
+        # squared) times a power of two, far below that.
         total = sympy.Integer(0)
         for i, e in enumerate(parts):
             total += _exact_cost(f"{where}.events[{i}]", e)
+            bound = _MAX_SUM_BITS + _PART_BITS * (i + 1)
             if total.is_Rational and max(int(total.p).bit_length(),
-                                         int(total.q).bit_length()) > _MAX_SUM_BITS:
-                raise _Bad(f"{where}: the ComposedEvent's exact cost needs more than "
-                           f"{_MAX_SUM_BITS} bits (a forged composition of unrelated "
-                           f"denominators)")
+                                         int(total.q).bit_length()) > bound:
+                raise _Bad(f"{where}: the ComposedEvent's exact cost outgrows {bound} bits by "
+                           f"part {i} (its parts' numbers are not floats' or the grid's)")
         return total
     count = event["count"]
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10 ** 12:
@@ -357,7 +359,7 @@ def _on_grid(cost) -> sympy.Rational:
 
 
 # -- the checks ---------------------------------------------------------------------------
-def _check(data, reasons, state, promise, torn, require_promise=True):
+def _check(data, reasons, state, promise, torn):
     if not isinstance(data, dict):
         raise _Bad("ledger must be a JSON object")
     if data.get("format") != FORMAT or data.get("version") != VERSION or isinstance(
@@ -381,9 +383,8 @@ def _check(data, reasons, state, promise, torn, require_promise=True):
         raise _Bad("budget.epsilon must be > 0")
     if promise is None:
         if file_eps is None or file_delta is None:
-            if require_promise:
-                reasons.append("no (epsilon, delta) promise: the ledger records none and none "
-                               "was given (pass --epsilon and --delta)")
+            reasons.append("no (epsilon, delta) promise: the ledger records none and none was "
+                           "given (pass --epsilon and --delta)")
             eps_p, delta_p = None, file_delta
         else:
             eps_p, delta_p = file_eps, file_delta
@@ -441,6 +442,12 @@ def _check(data, reasons, state, promise, torn, require_promise=True):
                 run = None
             cost = sympy.Integer(0)
         elif kind == "charge":
+            if isinstance(what, dict) and what.get("seed_fixed") is not None:
+                if what["seed_fixed"] is not True:
+                    reasons.append(f"{where}: seed_fixed, where stated, is true")
+                label = f"run {run.get('run')}" if run is not None else "a charge outside a run"
+                if label not in state["fixed_seed"]:
+                    state["fixed_seed"].append(label)
             exact = _exact_cost(f"{where}.event", entry["event"])
             if exact == sympy.oo:
                 reasons.append(f"{where}: infinite cost (sigma = 0) was charged")
@@ -505,8 +512,8 @@ def _check_open(where, what, reasons, state):
     run = dict(what)
     if what.get("seed_fixed") is not False:
         if what.get("seed_fixed") is True:
-            state["fixed_seed"].append(what.get("run"))
-        else:
+            state["fixed_seed"].append(f"run {what.get('run')}")
+        else:       # a run opened by hand: its curator's charges say whether it was seeded
             state["notes"].append(f"run {what.get('run')} does not record whether its seed was "
                                   f"fixed")
     run["_rho"] = None
@@ -535,7 +542,8 @@ def _check_release(where, event, what, run, reasons):
                        f"({', '.join(sorted(_RELEASES))})")
         return
     allowed = _RELEASES[release]
-    if release == "none" and (set(what) - {"release", "reason"} or event.get("type") != "ZCDPEvent"):
+    if release == "none" and (set(what) - {"release", "reason", "seed_fixed"} or
+                              event.get("type") != "ZCDPEvent"):
         reasons.append(f"{where}: a release of nothing is a ZCDPEvent with a reason and names "
                        "nothing else")
         return

@@ -90,8 +90,7 @@ def test_ledger_saved_inside_charge(tmp_path):
 def test_existing_ledger_is_not_overwritten_and_can_be_resumed(tmp_path):
     path = tmp_path / "l.json"
     f = PrivacyFilter(1, delta=1e-6, ledger_path=path)
-    # resume continues only a ledger that verifies: a charge says what it released
-    f.charge(ZCDPEvent(Fraction(3, 4)), what={"release": "none", "reason": "retired"})
+    f.charge(ZCDPEvent(Fraction(3, 4)))
     with pytest.raises(InvalidArgumentError, match="already exists"):
         PrivacyFilter(1, ledger_path=path)
     f.close()

@@ -310,10 +310,20 @@ def test_plain_decimal_grammar_is_the_documented_language(text):
 @pytest.mark.parametrize("bad", ["n/a", " 30 ", "1,000", "30 "])
 def test_a_bad_number_after_many_good_ones_is_refused_at_once(bad):
     # 40 distinct good texts, then one bad: the old grammar took ~4^40 steps here (a hang)
+    import signal
     values = [str(1000 + i) for i in range(40)] + [bad]
     s = schema(n=dict(NUM, upper=10**6))
-    with pytest.raises(EncodingError, match="column 'n', row 41: the value is not a finite"):
-        encode_frame(pd.DataFrame({"n": values}), s)
+
+    def hung(signum, frame):
+        raise AssertionError("the number check backtracks: a bad value took over 20 s")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(EncodingError, match="column 'n', row 41: the value is not a finite"):
+            encode_frame(pd.DataFrame({"n": values}), s)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("values", [[True, 1, 0, False], [1, True, False, 0], [1.0, True],
@@ -406,10 +416,15 @@ def test_read_codes_and_decode_withhold_values(tmp_path):
         decode_codes(np.array([[0], [9]]), schema(c=CAT), debug=True)
 
 
-def test_a_missing_token_that_is_also_a_category_is_refused():
-    with pytest.raises(SchemaError, match="category 'F' is also a missing-value token"):
-        Schema.from_dict({"missing_values": ["F"], "columns": {
-            "sex": {"type": "categorical", "categories": ["F", "M"], "missing": "code"}}})
+@pytest.mark.parametrize("tokens, column, clash", [
+    (["F"], {"categories": ["F", "M"]}, "F"),
+    (["?", "Other"], {"categories": ["F", "M"], "other": "Other"}, "Other"),
+    (["1"], {"categories": ["1.0", "2"]}, "1.0"),        # categories match by number
+])
+def test_a_missing_token_that_is_also_a_label_is_refused(tokens, column, clash):
+    with pytest.raises(SchemaError, match=f"category '{re.escape(clash)}' is also a missing"):
+        Schema.from_dict({"missing_values": tokens, "columns": {
+            "sex": {"type": "categorical", "missing": "code", **column}}})
 
 
 def test_complex_numbers_are_not_numbers():
@@ -427,6 +442,11 @@ def test_a_label_with_a_carriage_return_round_trips(tmp_path, label):
     write_table([frame.iloc[:2], frame.iloc[2:]], path)
     back = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert back["c"].tolist() == [label, "z", label] and back["n"].tolist() == ["0", "1", "0"]
+    # the same as plain strings, and a missing token holding one
+    plain = pd.DataFrame({"c": pd.array([label, None, "z"], dtype="string"), "n": ["0", "1", "0"]})
+    write_table(plain, path, missing_token="N\rA")
+    back = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert back["c"].tolist() == [label, "N\rA", "z"] and back["n"].tolist() == ["0", "1", "0"]
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -2,6 +2,7 @@
 fit's ledger, salt file or input (session 13; found by a robustness run that replaced
 /dev/null with a regular file)."""
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,22 @@ def test_replace_into_refuses_a_fifo_and_a_directory_and_keeps_the_temporary(tmp
     assert tmp.read_text() == "data"
     replace_into(tmp, tmp_path / "new")                 # absent: renamed
     assert (tmp_path / "new").read_text() == "data" and not tmp.exists()
+
+
+def test_a_link_to_a_device_fifo_or_directory_is_refused(tmp_path):
+    fifo, folder, tmp = tmp_path / "pipe", tmp_path / "dir", tmp_path / "tmp"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    tmp.write_text("data")
+    for target, message in ((fifo, "not a regular file"), (folder, "is a directory"),
+                            (Path("/dev/null"), "not a regular file")):
+        link = tmp_path / f"link-{target.name}"
+        os.symlink(target, link)
+        with pytest.raises(InvalidArgumentError, match=message):
+            replace_into(tmp, link)
+        assert link.is_symlink()
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    check_replaceable(tmp_path / "dangling")
 
 
 def test_a_link_is_replaced_not_its_target(tmp_path):

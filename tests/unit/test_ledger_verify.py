@@ -134,7 +134,14 @@ def test_a_composed_event_of_unrelated_denominators_is_refused_early(honest):
     parts = [{"type": "ExponentialEvent", "epsilon": f"1/{10 ** 299 + 2 * i + 1}",
               "sensitivity": "1"} for i in range(3000)]
     doc["entries"][2]["event"] = {"type": "ComposedEvent", "events": parts}
-    _fails(_rechain(doc), "exact cost needs more than")
+    _fails(_rechain(doc), "exact cost outgrows")
+    # an honest composition of many Gaussian parts (odd denominators: sigma squared) verifies
+    f = PrivacyFilter(10, delta=1e-6)
+    from dpcore.accounting import ComposedEvent
+    f.charge(ComposedEvent([GaussianEvent(3.0 + i / 7) for i in range(400)]),
+             what={"release": "none", "reason": "test"})
+    report = verify_ledger(f.ledger.to_dict())
+    assert not any("outgrows" in r for r in report.reasons), report.reasons
 
 
 def test_attributes_must_exist_in_the_runs_domain(honest):
@@ -288,8 +295,9 @@ def test_a_ledger_that_grew_still_holds_its_published_head(honest):
     f.close_run("completed")
     assert verify_ledger(f.ledger.to_dict(), head=head).ok
     assert not verify_ledger(f.ledger.to_dict(), head=published).ok    # another ledger's
-    for bad in ("", "ABC", published.upper(), published[:-1], 7):
-        assert "64 lower-case hex" in verify_ledger(f.ledger.to_dict(), head=bad).reasons[0]
+    assert verify_ledger(f.ledger.to_dict(), head=head.upper()).ok
+    for bad in ("", "ABC", published[:-1], "g" * 64, 7):
+        assert "64 hex digits" in verify_ledger(f.ledger.to_dict(), head=bad).reasons[0]
 
 
 def test_a_fixed_seed_run_fails_unless_allowed():
@@ -317,7 +325,7 @@ def test_huge_numbers_are_reported_not_raised(honest, rho, tmp_path, capsys):
     assert out["status"] == "fail"
 
 
-def test_continuing_a_ledger_that_does_not_verify_is_refused(tmp_path):
+def test_continuing_a_ledger_with_a_raised_budget_is_refused(tmp_path):
     from dpcore.accounting import LedgerError
     path = tmp_path / "life.json"
     f = PrivacyFilter.from_approx_dp(0.5, 1e-9, ledger_path=path)
@@ -325,5 +333,50 @@ def test_continuing_a_ledger_that_does_not_verify_is_refused(tmp_path):
     doc = json.loads(path.read_text())
     doc["budget"]["rho"] = "1"                 # raised; the file still says epsilon 0.5
     path.write_text(json.dumps(_rechain(doc)))
-    with pytest.raises(LedgerError, match="does not verify: budget rho 1 is"):
+    with pytest.raises(LedgerError, match="rho=1 is .* more than epsilon=0.5; refusing to continue"):
         PrivacyFilter.resume(path)
+    doc["budget"]["rho"] = str(10 ** 5)        # above the cap, whatever the file's epsilon
+    doc["budget"]["epsilon"] = doc["budget"]["delta"] = None
+    path.write_text(json.dumps(_rechain(doc)))
+    with pytest.raises(LedgerError, match="rho must be <= 10000"):
+        PrivacyFilter.resume(path)
+
+
+@pytest.mark.parametrize("seed", [None, 0])
+def test_a_seeded_curator_marks_its_charges_and_they_fail(seed):
+    # a curator used directly (no Synthesizer run) with a fixed seed: its noise is reproducible
+    import numpy as np
+
+    from dpcore import Curator, Dataset, Domain
+    domain = Domain(["age", "sex"], [10, 2])
+    data = Dataset(np.random.default_rng(0).integers(0, 2, (50, 2)), domain)
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    curator = Curator(data, f, seed=seed)
+    curator.measure(("age",), 20.0)
+    curator.measure(("age", "sex"), 20.0)
+    report = verify_ledger(f.ledger.to_dict())
+    if seed is None:
+        assert report.ok and not any("fixed seed" in n for n in report.notes), report
+    else:
+        assert not report.ok and report.reasons == ("a charge outside a run used a fixed seed: "
+                                                    "whoever knows "
+                                                    "the seed recomputes its noise, so it is "
+                                                    "not a private release (tests and demos "
+                                                    "only; allow_fixed_seed / "
+                                                    "--allow-fixed-seed checks its accounting "
+                                                    "alone)",)
+        assert verify_ledger(f.ledger.to_dict(), allow_fixed_seed=True).ok
+
+
+def test_a_seeded_fit_fails_its_own_verify_by_default():
+    import pandas as pd
+
+    from mechanisms import Synthesizer
+    df = pd.DataFrame({"a": ["x", "y"] * 50, "b": ["u", "v", "v", "u"] * 25})
+    schema = {"columns": {"a": {"type": "categorical", "categories": ["x", "y"]},
+                          "b": {"type": "categorical", "categories": ["u", "v"]}}}
+    synth = Synthesizer.create("mst", epsilon=1.0, seed=3, progress=False).fit(df, schema)
+    report = synth.verify()
+    assert not report.ok and report.reasons == (report.reasons[0],)
+    assert report.reasons[0].startswith("run 0 used a fixed seed")
+    assert synth.verify(allow_fixed_seed=True).ok

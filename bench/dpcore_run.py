@@ -101,7 +101,7 @@ def main() -> int:
     fit = time.perf_counter() - t0
 
     result.synthetic.to_csv(os.path.join(args.out, "synthetic.csv"))
-    report = verify_ledger(ledger_path)
+    report = verify_ledger(ledger_path, allow_fixed_seed=args.seed is not None)
     model = result.model
     payload = {
         "implementation": "dpcore",

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -98,9 +99,13 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
     (``must_not_exist``: always refused; otherwise refused unless ``force``)."""
     if path is None:
         return
+    from dpcore.errors import InvalidArgumentError
+    from dpcore.files import check_replaceable
     target = Path(path)
-    if target.is_dir():
-        raise CliError(f"{label} {path!r} is a directory")
+    try:
+        check_replaceable(path, label)       # a directory, device, FIFO or socket
+    except InvalidArgumentError as err:
+        raise CliError(str(err)) from None
     if must_not_exist and target.exists():
         raise CliError(f"{label} {path!r} already exists; refusing to overwrite a record of "
                        f"spent budget (choose a new path)")
@@ -120,23 +125,21 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
         os.unlink(tmp)
 
 
-def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
-    """Whether two paths name one file: equal after resolving symlinks, or (both existing)
-    the same inode, which also catches hard links."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
+def _is_utf8(path: str) -> bool:
     try:
-        return os.path.samefile(a, b)
-    except OSError:  # one does not exist (yet)
+        os.fspath(path).encode("utf-8")        # undecodable bytes arrive as surrogates
+        return True
+    except UnicodeEncodeError:
         return False
 
 
 def _check_distinct(inputs: Sequence[tuple[str, Any]], outputs: Sequence[tuple[str, Any]]) -> None:
     """No output may be an input or another output (the sensitive input would be replaced)."""
+    from dpcore.files import same_file
     outputs = [(label, path) for label, path in outputs if path is not None]
     for i, (label, path) in enumerate(outputs):
         for other, known in list(inputs) + outputs[:i]:
-            if known is not None and _same_file(path, known):
+            if known is not None and same_file(path, known):
                 raise CliError(f"{label} {str(path)!r} is the same file as {other} "
                                f"{str(known)!r}; refusing to overwrite it")
 
@@ -253,8 +256,19 @@ def _synth(args: argparse.Namespace) -> int:
         data_in, schema_in = args.data, args.schema
     workload_in = args.workload if args.workload not in ("all-1way", "all-2way", "all-3way") \
         and os.path.isfile(args.workload) else None
-    _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in)],
+    from dpcore.files import salt_path, same_file
+    for label, path in (("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)):
+        if path is not None and not _is_utf8(path):
+            raise CliError(f"{label} {path!r}: the path is not UTF-8 text, which the ledger "
+                           f"records it as; rename it")
+    public_in = getattr(args, "public", None)
+    if public_in is not None and data_in is not None and same_file(public_in, data_in):
+        raise CliError(f"--public {public_in!r} is the same file as --data: public data is read "
+                       f"without a charge, so it must not be the sensitive table")
+    _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in),
+                     ("--public", public_in), ("the ledger's salt file", salt_path(args.ledger))],
                     [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
+    _check_salt_file(args.ledger, args.continue_ledger)
     partitioned = _partitioned_out(args)
     if partitioned:
         _probe_partition_dir(args.out, [("--ledger", args.ledger), ("--result", args.result)])
@@ -279,7 +293,9 @@ def _synth(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.engine != "dask":
         raise CliError("--scheduler applies to --engine dask")
     options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
-                               "continue_ledger": args.continue_ledger, "noise": args.noise}
+                               "continue_ledger": args.continue_ledger, "noise": args.noise,
+                               # a mechanism's own bar (PrivPGD's epochs) as the CLI's: a TTY
+                               "progress": not args.quiet and sys.stderr.isatty()}
     if args.mechanism in ("aim", "mwem"):
         options.update(workload=args.workload, max_model_size=args.max_model_size,
                        rounds=args.rounds)
@@ -447,9 +463,10 @@ def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: An
     to this machine, closed afterwards unless ``keep_client`` (then returned, for the
     partitioned output)."""
     from dpcore.distributed import expand_paths, local_client
+    from dpcore.files import same_file
     files = expand_paths(str(data))  # no matching file: an input error before anything starts
     for label, path in (("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)):
-        if path is not None and any(_same_file(path, f) for f in files):
+        if path is not None and any(same_file(path, f) for f in files):
             raise CliError(f"{label} {str(path)!r} is one of the --data files; refusing to "
                            f"overwrite it")
     if args.scheduler is not None:
@@ -502,14 +519,49 @@ def _file_sha256(path: str | os.PathLike) -> str:
     return file_sha256(path)
 
 
+def _salt_file_problem(fd_or_path: int | str) -> str | None:
+    """Why an existing salt file may not receive a salt: it must be a regular file of this
+    user that nobody else can read or write (a planted file or link would leak the salt)."""
+    st = os.fstat(fd_or_path) if isinstance(fd_or_path, int) else os.lstat(fd_or_path)
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a link, device or FIFO)"
+    if st.st_uid != os.geteuid():
+        return "belongs to another user"
+    if st.st_mode & 0o077:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0600 (others could read it)"
+    return None
+
+
+def _check_salt_file(ledger: str, continuing: bool) -> None:
+    """Before any charge: a new ledger's salt file must not exist yet; a continued ledger's,
+    if it exists, must be private (see :func:`_salt_file_problem`)."""
+    from dpcore.files import salt_path
+    path = salt_path(ledger)
+    if not os.path.lexists(path):
+        return
+    if not continuing:
+        raise CliError(f"the ledger's salt file {path!r} already exists; refusing to add a new "
+                       f"ledger's salts to it (move it away, or choose a new --ledger)")
+    problem = _salt_file_problem(path)
+    if problem:
+        raise CliError(f"the ledger's salt file {path!r} {problem}; refusing to write a salt "
+                       f"into it")
+
+
 def _save_salt(ledger: str, synth: Any) -> None:
     """Keep the salt that opens the run's input commitment in a private file beside the ledger
-    (mode 0600; do not publish it: with it, anyone can test a guessed input file)."""
-    path = f"{ledger}.private"
+    (mode 0600; do not publish it: with it, anyone can test a guessed input file). Never
+    through a link, never into a file others can read (checked on the open file)."""
+    from dpcore.files import salt_path
+    path = salt_path(ledger)
     line = json.dumps({"run": synth.ledger.runs - 1, "input_sha256": synth.input_sha256_,
                        "input_salt": synth.input_salt_}) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
+        problem = _salt_file_problem(fd)
+        if problem:
+            raise CliError(f"the ledger's salt file {path!r} {problem}; the salt was not "
+                           f"written (the run's ledger is complete)")
         os.write(fd, line.encode("utf-8"))
     finally:
         os.close(fd)
@@ -552,9 +604,20 @@ def _print_summary(args: argparse.Namespace, synth: Any, rows: int, elapsed: flo
           f"({measured} noisy measurements, {selected} private selections); spent "
           f"rho = {float(spent):.6g} = ({eps:.4g}, {synth.delta:g})-DP{lifetime}; wrote {rows} "
           f"rows to {args.out}, ledger to {args.ledger}", file=sys.stderr)
+    print(f"dpcore: ledger head {ledger.head_hash}: publish it; `dpcore verify --head` then "
+          f"fails any rewrite of what the ledger held at this point", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------ verify
+def _head_of(path: Path) -> str | None:
+    """The ledger file's own head hash (what to publish), None when it cannot be read."""
+    from dpcore.accounting.ledger import Ledger
+    try:
+        return Ledger.load(path).head_hash
+    except Exception:       # a ledger that does not load has no head to publish
+        return None
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from dpcore.accounting import verify_ledger
     path = Path(args.ledger)
@@ -566,14 +629,17 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if args.epsilon is not None:
         epsilon, delta = _budget(args)
         promise = {"epsilon": epsilon, "delta": delta}
-    report = verify_ledger(path, **promise)
+    report = verify_ledger(path, **promise, head=args.head,
+                           allow_fixed_seed=args.allow_fixed_seed)
     if args.json:
         print(json.dumps({"ok": bool(report.ok), "status": report.status,
                           "entries": report.entries, "runs": report.runs,
                           "rho_spent": None if report.rho_spent is None else str(report.rho_spent),
                           "rho_budget": None if report.rho_budget is None
                           else str(report.rho_budget),
-                          "epsilon": report.epsilon, "delta": report.delta,
+                          "epsilon": report.epsilon if report.epsilon is not None
+                          and math.isfinite(report.epsilon) else None,
+                          "delta": report.delta, "head_hash": _head_of(path),
                           "promise": report.promise, "notes": list(report.notes),
                           "reasons": list(report.reasons)}, indent=1))
     else:
@@ -882,6 +948,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "as taken from the file)")
     v.add_argument("--delta", help="the promised delta (give with --epsilon)")
     v.add_argument("--json", action="store_true", help="machine-readable output")
+    v.add_argument("--head", help="a head hash published after a run (dpcore synth prints it): "
+                   "fail unless the ledger still holds it, i.e. only grew since")
+    v.add_argument("--allow-fixed-seed", action="store_true", help="check the accounting of "
+                   "runs made with --seed (tests, demos) instead of failing them: their noise "
+                   "is reproducible, so they are not private releases")
     v.set_defaults(func=_cmd_verify)
 
     lg = sub.add_parser("ledger", help="ledger tools")

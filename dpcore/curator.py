@@ -92,6 +92,13 @@ class Curator:
         self._integral = weights is None
         self._reads = 0
 
+    def _charge(self, event, *, what):
+        """Charge the filter; with a fixed seed every entry says so (``seed_fixed``), so the
+        verifier can fail releases whose noise whoever knows the seed can recompute."""
+        if self._exact_rng is not None:
+            what = {**what, "seed_fixed": True}
+        return self._filter.charge(event, what=what)
+
     # ------------------------------------------------------------------ public, data-free
     @property
     def domain(self):
@@ -177,7 +184,7 @@ class Curator:
             raise InvalidArgumentError("discrete=True needs integer counts; the dataset has record weights")
         discrete = self._integral if discrete is None else bool(discrete)
         event = GaussianEvent(sigma, 1)
-        self._filter.charge(event, what={"release": "marginal", "attrs": list(clique),
+        self._charge(event, what={"release": "marginal", "attrs": list(clique),
                                          "noise": "discrete_gaussian" if discrete else "gaussian"})
         (true,) = self._read([clique])
         if discrete:
@@ -234,7 +241,7 @@ class Curator:
                 raise InvalidArgumentError(f"reference must hold {k} vectors (one per candidate), got {len(reference)}")
             refs = self._grid_references(cliques, reference, sizes)
         event = ExponentialEvent(epsilon, delta)
-        self._filter.charge(event, what={"release": "selection", "candidates": len(cliques),
+        self._charge(event, what={"release": "selection", "candidates": len(cliques),
                                          "sensitivity": delta})
         trues = self._read(cliques)
         # Scores in units of 1/SCORE_GRID^2: Q_r = W_r (sum |C - R| - P_r), exact integers.
@@ -278,7 +285,7 @@ class Curator:
                 raise InvalidArgumentError(f"reference must hold {k_all} vectors (one per candidate), got {len(reference)}")
             refs = self._grid_references(pool.cliques, reference, pool.sizes)
         event = ExponentialEvent(epsilon, delta)
-        self._filter.charge(event, what={"release": "selection", "candidates": int(live.size),
+        self._charge(event, what={"release": "selection", "candidates": int(live.size),
                                          "sensitivity": delta})
         cells = self._read_cells(pool)
         if refs is not None:    # after the charge: the distances read the data
@@ -350,9 +357,9 @@ class Curator:
         what = {"release": "selection", "candidates": k, "sensitivity": 1}
         if draws is not None and not self._filter.can_afford(SelfComposedEvent(event, int(draws))):
             # refused as a whole (the filter raises and records nothing), not after some draws
-            self._filter.charge(SelfComposedEvent(event, int(draws)), what=what)
+            self._charge(SelfComposedEvent(event, int(draws)), what=what)
         for _ in range(1 if draws is None else int(draws)):
-            self._filter.charge(event, what=what)
+            self._charge(event, what=what)
         trues = self._read(cliques)
         cells = [np.floor(t * SCORE_GRID) for t in trues]
         totals = [sum(c.tolist()) for c in cells]      # exact Python integers
@@ -394,9 +401,9 @@ class Curator:
         k = len(j)
         eta_q, gamma_q, total_q = Fraction(eta), Fraction(gamma), Fraction(total)
         eps = eta_q / total_q * max(Fraction(1), 1 / gamma_q)
-        self._filter.charge(SelfComposedEvent(PureDPEvent(eps), k),
-                            what={"release": "rejection", "coins": k, "eta": eta, "gamma": gamma,
-                                  "total": total})
+        self._charge(SelfComposedEvent(PureDPEvent(eps), k),
+                     what={"release": "rejection", "coins": k, "eta": eta, "gamma": gamma,
+                           "total": total})
         trues = self._read(cliques)
         cells = [np.floor(t * SCORE_GRID) for t in trues]
         totals = {ji: int(sum(int(v) for v in cells[ji].tolist())) for ji in set(j.tolist())}
@@ -439,7 +446,7 @@ class Curator:
         # The largest charge that fits: costs are recorded rounded up onto the 2**-128 grid.
         rest = round_cost_down(Fraction(self._filter.remaining))
         if rest > 0:
-            self._filter.charge(ZCDPEvent(rest), what={"release": "none", "reason": str(reason)})
+            self._charge(ZCDPEvent(rest), what={"release": "none", "reason": str(reason)})
         return rest
 
     # ------------------------------------------------------------------ internals

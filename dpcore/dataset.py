@@ -16,6 +16,7 @@ import pandas as pd
 from dpcore import _core
 from dpcore.domain import Domain
 from dpcore.errors import DomainError, DpcoreTypeError, InvalidArgumentError
+from dpcore.files import replace_into
 
 __all__ = ["Dataset"]
 
@@ -141,7 +142,7 @@ class Dataset:
         try:
             with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
                 self.to_dataframe().to_csv(f, index=False)
-            os.replace(tmp, path)
+            replace_into(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)

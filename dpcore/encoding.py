@@ -47,6 +47,7 @@ import pandas as pd
 
 from dpcore.datetimes import DatetimeColumn, from_units, to_units
 from dpcore.errors import InvalidArgumentError
+from dpcore.files import replace_into
 from dpcore.jsonio import cap
 from dpcore.schema import (
     INFER_WARNING, PLAIN_DECIMAL, CategoricalColumn, CodeColumn, Column, NumericColumn, Schema,
@@ -159,8 +160,19 @@ def _numbers_of(values: np.ndarray) -> np.ndarray:
 
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Per-row indices into the distinct values (-1 for NA), so per-value Python work is paid
-    once per distinct value, not per row."""
-    index, uniques = pd.factorize(series.to_numpy(dtype=object), use_na_sentinel=True)
+    once per distinct value, not per row. pandas hashes True as 1 and False as 0, so where a
+    boolean and such a number may have merged, the booleans stand as their texts ("True", how
+    they encode) and the values are factorized again."""
+    values = series.to_numpy(dtype=object)
+    index, uniques = pd.factorize(values, use_na_sentinel=True)
+    if any(isinstance(u, (bool, np.bool_)) or (_is_number(u) and u in (0, 1))
+           for u in uniques):
+        kinds = np.fromiter((isinstance(v, (bool, np.bool_)) for v in values), bool,
+                            len(values))
+        if kinds.any() and not kinds.all():
+            values = values.copy()
+            values[kinds] = [str(bool(v)) for v in values[kinds]]
+            index, uniques = pd.factorize(values, use_na_sentinel=True)
     return index, np.asarray(uniques, dtype=object)
 
 
@@ -212,9 +224,9 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
 def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: int,
                    debug: bool) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
-            series.dtype):
+            series.dtype) and not pd.api.types.is_complex_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-    else:
+    else:       # texts, objects, and complex numbers (each then not a number: refused)
         index, uniques = _factorize(series)
         parsed = np.append(_numbers_of(uniques), math.nan)
         values = parsed[index]  # index -1 (NA) picks the trailing NaN
@@ -324,6 +336,8 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
     column, row and rule; ``debug=True`` adds the offending value (sensitive data). A column
     of pandas ``category`` dtype (the typed reader's) is encoded once per distinct value."""
     check_columns(list(frame.columns), schema)
+    if not all(isinstance(c, str) for c in frame.columns):   # 0 is the schema's column "0"
+        frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     out = np.empty((len(frame), len(schema)), dtype=schema.code_dtype())
     first: EncodingError | None = None   # the error of the earliest bad row (then column)
     for j, col in enumerate(schema.columns):
@@ -360,6 +374,8 @@ def check_columns(header: Sequence[Any], schema: Schema) -> None:
         hint = ""
         if len(names) == 1 and any(d in names[0] for d in SNIFF_DELIMITERS):
             hint = f" (the header is one field {names[0]!r}: wrong delimiter?)"
+        elif names and names[0].startswith("\ufeff"):
+            hint = " (the file starts with a byte-order mark: save it as UTF-8 without one)"
         raise EncodingError(f"the data lacks schema column(s) {missing}{hint}",
                             column=missing[0])
     if extra:
@@ -822,6 +838,21 @@ def _csv_column(series: pd.Series, special: tuple[str, ...]) -> tuple | None:
     return index, uniques, None  # position -1 (None / NaN) is the missing token
 
 
+def _has_cr(frame: pd.DataFrame, missing_token: str = "") -> bool:
+    """Whether a text of the frame (a label of a categorical column, else a value), its header
+    or the missing token holds a carriage return. Categorical columns are judged by their
+    labels, so every chunk of one decoded table is judged alike."""
+    def texts(series):
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            return series.dtype.categories
+        if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+            return series.to_numpy(dtype=object)
+        return ()
+    return "\r" in missing_token or any(isinstance(c, str) and "\r" in c
+                                         for c in frame.columns) or any(
+        isinstance(t, str) and "\r" in t for name in frame.columns for t in texts(frame[name]))
+
+
 def _plain_csv(frame: pd.DataFrame, missing_token: str, sep: str, *, header: bool
                ) -> bytes | None:
     """``frame.to_csv(index=False, na_rep=missing_token, sep=sep)``'s UTF-8 bytes, formatted
@@ -896,11 +927,16 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                         header = k == 0 and start == 0
                         data = _plain_csv(piece, missing_token, sep, header=header)
                         if data is None:
+                            # QUOTE_MINIMAL leaves a bare "\r" unquoted (it is not in the
+                            # line terminator): such a table quotes every text instead
+                            quoting = csv.QUOTE_NONNUMERIC if _has_cr(piece, missing_token) else \
+                                csv.QUOTE_MINIMAL
                             data = piece.to_csv(None, index=False, header=header,
-                                                na_rep=missing_token, sep=sep).encode("utf-8")
+                                                na_rep=missing_token, sep=sep,
+                                                quoting=quoting).encode("utf-8")
                         fh.write(data)
                     rows += len(part)
-        os.replace(tmp, target)
+        replace_into(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -963,6 +999,8 @@ def infer_schema(chunks: pd.DataFrame | Iterable[pd.DataFrame], *,
     order: list[str] | None = None
     stats: dict[str, dict[str, Any]] = {}
     for chunk in chunks:
+        if not all(isinstance(c, str) for c in chunk.columns):  # 0 drafts column "0"
+            chunk = chunk.set_axis([str(c) for c in chunk.columns], axis=1)
         if order is None:
             order = [str(c) for c in chunk.columns]
             unknown = sorted((set(bounds) | set(categories)) - set(order))

@@ -19,6 +19,7 @@ import numpy as np
 
 from dpcore.datetimes import DatetimeColumn
 from dpcore.evaluation import EvaluationResult
+from dpcore.files import replace_into
 from dpcore.schema import (CategoricalColumn, NumericColumn, Schema, atomic_write_text,
                            integer_bin_range)
 
@@ -37,7 +38,7 @@ def _save(fig: Any, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp.png")
     try:
         fig.savefig(tmp, dpi=90, bbox_inches="tight")
-        os.replace(tmp, path)
+        replace_into(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 

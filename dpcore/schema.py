@@ -45,6 +45,7 @@ from typing import Any, Literal, Mapping, Sequence, Union
 import numpy as np
 
 from dpcore.errors import InvalidArgumentError
+from dpcore.files import replace_into
 from dpcore.jsonio import JsonInputError, cap, load_path
 
 SCHEMA_FORMAT = "dpcore-schema"
@@ -338,11 +339,29 @@ def _check_edges(column: str, edges: tuple[float, ...], integer: bool) -> None:
                                     f"contains no integer")
 
 
+#: The keys each column type reads ("description" is free text anywhere): any other key is
+#: refused, so a misspelt one ("interger") cannot be silently ignored.
+_COLUMN_KEYS = {
+    "categorical": {"categories", "other", "missing"},
+    "numeric": {"lower", "upper", "bins", "integer", "points", "out_of_bounds", "missing",
+                "decode"},
+    "datetime": {"lower", "upper", "resolution", "bins", "format", "out_of_bounds", "missing"},
+    "code": {"size"},
+}
+_SCHEMA_KEYS = {"format", "version", "columns", "missing_values", "constraints", "warning",
+                "description", "source"}
+
+
 def column_from_dict(name: str, spec: Any) -> Column:
     """Validate one column spec from a schema file."""
     if not isinstance(spec, Mapping):
         raise _fail(name, f"spec must be an object, got {spec!r}")
     kind = spec.get("type")
+    if kind in _COLUMN_KEYS:
+        unknown = sorted(set(map(str, spec)) - _COLUMN_KEYS[kind] - {"type", "description"})
+        if unknown:
+            raise _fail(name, f"unknown key {cap(repr(unknown[0]), 40)}: a {kind} column takes "
+                              f"{sorted(_COLUMN_KEYS[kind])} (and 'description')")
     if kind == "categorical":
         cats = spec.get("categories")
         if not isinstance(cats, list) or not cats:
@@ -436,6 +455,16 @@ class Schema:
             raise _fail(dup[0], "column names must be unique")
         self.columns: tuple[Column, ...] = tuple(columns)
         self.missing_values: tuple[str, ...] = tuple(str(m) for m in missing_values)
+        for c in self.columns:     # a token that is also a label would turn the label missing
+            if isinstance(c, CategoricalColumn):
+                labels = [*c.categories, *([c.other] if c.other is not None else [])]
+                keys = {category_key(label): label for label in labels}   # "1.0" is "1"
+                clash = next((keys[category_key(m)] for m in self.missing_values
+                              if category_key(m) in keys), None)
+                if clash is not None:
+                    raise _fail(c.name, f"category {clash!r} is also a missing-value token "
+                                        f"(missing_values); rows holding it could not be told "
+                                        f"apart from missing ones")
         self.warning = warning
         # public rules (dpcore.constraints), validated here: a bad rule fails before any charge
         from dpcore.constraints import parse_constraints
@@ -496,6 +525,10 @@ class Schema:
         if type(version) is not int or version != SCHEMA_VERSION:
             raise _fail(None, f"'version' must be {SCHEMA_VERSION} (the only version this dpcore "
                               f"reads), got {cap(repr(version), 40)}")
+        unknown = sorted(set(map(str, obj)) - _SCHEMA_KEYS)
+        if unknown:
+            raise _fail(None, f"unknown top-level key {cap(repr(unknown[0]), 40)}: a schema "
+                              f"takes {sorted(_SCHEMA_KEYS)}")
         cols = obj["columns"]
         if not isinstance(cols, Mapping) or not cols:
             raise _fail(None, "'columns' must be a non-empty object of column specs")
@@ -557,7 +590,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         os.chmod(tmp, default_file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, target)
+        replace_into(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -131,6 +131,17 @@ class GEM:
         require_jax()     # refuse before anything runs when the extra is missing
 
     # ------------------------------------------------------------------ the family
+    def largest_table(self, domain, cliques) -> int:
+        """Cells of the largest array a fit holds: a weight matrix (inputs x a layer's width:
+        each layer also sees the ones before, the residual concatenation) or the batch's
+        activations or answers (B x the widest layer, or B x a marginal's cells). Public
+        sizes, checked before any charge."""
+        widths, largest = self.latent, 0
+        for width in (*self.hidden, int(sum(domain.shape))):
+            largest = max(largest, widths * width)
+            widths += width
+        return max(largest, self.batch * max(widths, *(domain.size(c) for c in cliques)))
+
     def init(self, domain, cliques, rounds, rng) -> dict:
         public = self.public
         if public is not None and (tuple(public.domain.attrs), tuple(public.domain.shape)) != (

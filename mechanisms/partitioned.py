@@ -30,6 +30,7 @@ import pandas as pd
 
 from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, is_parquet, write_table
 from dpcore.errors import InvalidArgumentError
+from dpcore.files import replace_into
 
 __all__ = ["PartSampler", "draw_rows", "write_partitions"]
 
@@ -153,7 +154,7 @@ def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, clie
         os.chmod(tmp, 0o777 & ~umask)          # mkdtemp's 0o700 is for the writing only
         if os.path.isdir(target):
             os.rmdir(target)            # empty (checked above)
-        os.replace(tmp, target)
+        replace_into(tmp, target)
     except BaseException:
         # stop the other parts first: a worker still writing would refill the directory
         if futures:

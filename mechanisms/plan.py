@@ -342,6 +342,14 @@ def plan_adaptive(domain, rho, *, family, workload="all-3way", rounds=None, per_
                 batch)
 
 
+def check_family_table(cells: int, name: str) -> None:
+    """A product-mixture family's largest array (``largest_table``: its rows or batch times a
+    width) fits the cell cap: a family built with more components than the default 1000 is
+    refused here, before any charge, not by the allocator halfway through a run."""
+    _check_batch(cells, f"{name} with these options", "use fewer rows (components) or "
+                 "narrower layers")
+
+
 def plan_mwem_explicit(domain, rho, **options) -> Plan:
     """MWEM on an explicit histogram (``plan_adaptive`` with family "mwem")."""
     return plan_adaptive(domain, rho, family="mwem", **options)

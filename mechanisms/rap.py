@@ -47,6 +47,11 @@ class RAPSoftmax:
             raise InvalidArgumentError(f"tolerance must be in [0, 1), got {tolerance!r}")
         self.learning_rate, self.tolerance = float(learning_rate), float(tolerance)
 
+    def largest_table(self, domain, cliques) -> int:
+        """Cells of the largest array a fit holds (rows x the one-hot width, or rows x a
+        marginal's cells while answering it): public sizes, checked before any charge."""
+        return self.rows * max(int(sum(domain.shape)), *(domain.size(c) for c in cliques))
+
     def init(self, domain, cliques, rounds, rng) -> np.ndarray:
         # RAP starts from random relaxed rows; small logits keep D_0 near uniform
         return rng.normal(scale=0.1, size=(self.rows, int(sum(domain.shape))))

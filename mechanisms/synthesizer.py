@@ -9,7 +9,7 @@ fitted model and decodes them, which is post-processing and costs no budget.
 >>> df = pd.DataFrame({"sex": ["F", "M"] * 50, "smoker": ["no", "no", "yes", "no"] * 25})
 >>> schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
 ...                       "smoker": {"type": "categorical", "categories": ["no", "yes"]}}}
->>> synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-6, seed=0).fit(df, schema=schema)
+>>> synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-6).fit(df, schema=schema)
 >>> sample = synth.sample(10, seed=0)
 >>> list(sample.columns), len(sample)
 (['sex', 'smoker'], 10)
@@ -112,10 +112,16 @@ class Synthesizer(abc.ABC):
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
                  ledger_path: str | os.PathLike | None = None, continue_ledger: bool = False,
                  noise: str = "discrete", progress: bool = True) -> None:
+        if isinstance(epsilon, (np.integer, np.floating)):     # numpy scalars as Python's
+            epsilon = epsilon.item()
+        if isinstance(delta, (np.integer, np.floating)):
+            delta = delta.item()
         for label, value, ok in (("epsilon", epsilon, lambda v: v > 0),
                                  ("delta", delta, lambda v: 0 < v < 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not (
-                    np.isfinite(float(value)) and ok(value)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+                raise DpcoreTypeError(f"{label} must be a number (int, float or Fraction), got "
+                                      f"{type(value).__name__}")
+            if not (np.isfinite(float(value)) and ok(value)):
                 rule = "> 0 and finite" if label == "epsilon" else "in (0, 1)"
                 raise InvalidArgumentError(f"{label} must be {rule}, got {value!r}")
         if noise not in NOISES:
@@ -276,6 +282,7 @@ class Synthesizer(abc.ABC):
                           debug=debug, engine=engine,
                           batch_bytes=DEFAULT_BATCH_BYTES if batch_bytes is None else batch_bytes)
         digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
+        self._input_path = os.fspath(path)      # never an output of this synthesizer
         try:
             return self._fit_dataset(table, schema, plan, digest, callback=callback,
                                      keep_open=keep_open)
@@ -415,7 +422,23 @@ class Synthesizer(abc.ABC):
         if state.get("_filter") is not None:           # an open file and its lock stay here
             state["_ledger"] = self.ledger
         state["_filter"] = None
+        state.pop("_input_path", None)                 # a local path, not part of the fit
+        # The salt and the plain hash of the input open the ledger's input commitment (anyone
+        # holding them can test a guessed table): they stay with the run (the CLI's salt
+        # file), never in a saved synthesizer.
+        state["input_salt_"] = state["input_sha256_"] = None
         return state
+
+    def _check_output(self, path: str | os.PathLike) -> None:
+        """An output of this synthesizer is never its ledger, the ledger's salt file or the
+        file it was fitted on, and never a device (see :mod:`dpcore.files`)."""
+        from dpcore.files import check_not_protected, check_replaceable, salt_path
+        ledger = self.ledger_path
+        check_not_protected(path, [
+            ("this fit's ledger", ledger),
+            ("the ledger's salt file", None if ledger is None else salt_path(ledger)),
+            ("the file this synthesizer was fitted on", getattr(self, "_input_path", None))])
+        check_replaceable(path)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the fitted synthesizer (model, schema, ledger) to ``path``, atomically. It is a
@@ -423,6 +446,7 @@ class Synthesizer(abc.ABC):
         import pickle
         from dpcore.schema import atomic_write_bytes
         self._fitted()
+        self._check_output(path)
         atomic_write_bytes(path, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
@@ -436,10 +460,12 @@ class Synthesizer(abc.ABC):
                                        f"not a {cls.__name__}")
         return obj
 
-    def verify(self) -> Any:
-        """Run the independent ledger verifier on this fit's ledger."""
+    def verify(self, *, allow_fixed_seed: bool = False) -> Any:
+        """Run the independent ledger verifier on this fit's ledger. A fit with a fixed seed
+        fails it (its noise is reproducible) unless ``allow_fixed_seed``: tests and demos,
+        where only the accounting is checked."""
         from dpcore.accounting import verify_ledger
-        return verify_ledger(self.ledger)
+        return verify_ledger(self.ledger, allow_fixed_seed=allow_fixed_seed)
 
     def sample_codes(self, n: int | None = None, *, seed: int | None = None) -> np.ndarray:
         """``n`` synthetic rows as codes (default: the mechanism's own synthetic table).
@@ -628,6 +654,7 @@ class Synthesizer(abc.ABC):
         schema = self.schema_
         if schema is None:
             self._fitted()
+        self._check_output(path)
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
         csv = not is_parquet(path)
@@ -695,7 +722,8 @@ class Synthesizer(abc.ABC):
 class _WorkloadSynthesizer(Synthesizer):
     reads_marginals_only = True
 
-    def __init__(self, epsilon: float, delta: float, *, workload: WorkloadSpec = "all-3way",
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
+                 workload: WorkloadSpec = "all-3way",
                  max_model_size: float | None = None, rounds: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
@@ -1073,7 +1101,11 @@ class _AdaptiveSynthesizer(Synthesizer):
         plan = plan_adaptive(domain, rho, family=self.family, workload=workload,
                              rounds=self.rounds, per_round=self.per_round, alpha=self.alpha,
                              rows=rows, seed=seed)
-        self._make_family()          # the family's settings are checked before any charge
+        family = self._make_family()   # the family's settings are checked before any charge
+        if hasattr(family, "largest_table"):
+            from .plan import check_family_table
+            check_family_table(family.largest_table(domain, [c for c, _ in plan.options[
+                "workload"]]), self.name)
         return plan
 
     def _make_family(self) -> Any:

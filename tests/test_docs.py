@@ -66,3 +66,19 @@ def test_block_runs_verbatim(language, code, env):
                     shutil.rmtree(p)
             if not had_runs and not any(runs.iterdir()):
                 runs.rmdir()
+
+
+_JSON = re.compile(r"^```json\n(.*?)^```", re.S | re.M)
+
+
+def test_every_schema_shown_in_the_docs_is_valid():
+    # a schema example that the loader refuses misleads whoever copies it
+    import json
+
+    from dpcore.schema import Schema
+    shown = [json.loads(m.group(1)) for doc in DOCS
+             for m in _JSON.finditer(doc.read_text(encoding="utf-8"))
+             if '"dpcore-schema"' in m.group(1)]
+    assert shown
+    for spec in shown:
+        Schema.from_dict(spec)

@@ -38,6 +38,19 @@ def _approx(x) -> str:
         return "> 1e308"
 
 
+def _budget_problem(rho: Fraction, epsilon, delta) -> str | None:
+    """Why a lifetime budget is not acceptable (None when it is): above the cap, or more than
+    its own (epsilon, delta) allow by the CKS conversion. Checked on creation and on resume."""
+    if rho > MAX_RHO:
+        return (f"rho must be <= {MAX_RHO} (larger budgets give no meaningful privacy), got "
+                f"{_approx(rho)}")
+    if epsilon is not None:
+        implied = zcdp_to_approx_dp(rho, delta)
+        if implied > epsilon:
+            return f"rho={_approx(rho)} is ({implied!r}, {delta!r})-DP, more than epsilon={epsilon!r}"
+    return None
+
+
 class PrivacyFilter:
     """Charge privacy events against a rho-zCDP budget; refuse any charge that would overspend.
 
@@ -61,19 +74,15 @@ class PrivacyFilter:
 
     def __init__(self, rho, *, delta=None, epsilon=None, ledger_path=None):
         rho = num.positive("rho", rho)
-        if Fraction(rho) > MAX_RHO:
-            raise InvalidArgumentError(f"rho must be <= {MAX_RHO} (larger budgets give no "
-                                       f"meaningful privacy), got {rho!r}")
         if epsilon is not None and delta is None:
             raise InvalidArgumentError("delta must be given when epsilon is, got delta=None")
         if delta is not None:
             num.probability("delta", delta)
         if epsilon is not None:
             num.positive("epsilon", epsilon)
-            implied = zcdp_to_approx_dp(rho, delta)
-            if implied > epsilon:
-                raise InvalidArgumentError(
-                    f"rho={rho!r} is ({implied!r}, {delta!r})-DP, more than epsilon={epsilon!r}")
+        problem = _budget_problem(Fraction(rho), epsilon, delta)
+        if problem:
+            raise InvalidArgumentError(problem)
         self._setup(Ledger(rho, epsilon=epsilon, delta=delta), None)
         if ledger_path is not None:
             self._file = LedgerFile.create(ledger_path, self._ledger)
@@ -98,6 +107,14 @@ class PrivacyFilter:
         still open was cut off; it is closed as ``interrupted`` first."""
         file, ledger = LedgerFile.open(ledger_path)
         try:
+            # The header gets the constructor's checks: an edited budget must not raise the
+            # lifetime budget past the cap or past what the file's own (epsilon, delta) allow.
+            # (Release rules are the auditor's, not the accountant's; a rewrite of the whole
+            # file is caught only against a published head: dpcore verify --head.)
+            problem = _budget_problem(ledger.budget, ledger.epsilon, ledger.delta)
+            if problem:
+                raise LedgerError(f"ledger {os.fspath(ledger_path)!r}: {problem}; refusing to "
+                                  f"continue it")
             accountant = ZCDPAccountant()
             for entry in ledger.charges:  # never continue from understated costs
                 if accountant.rho(entry.event) != entry.rho:

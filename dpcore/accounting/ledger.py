@@ -38,6 +38,7 @@ from typing import Any
 from . import _numbers as num
 from .errors import LedgerError
 from .events import Event, from_dict as event_from_dict, to_dict as event_to_dict
+from ..files import replace_into
 
 FORMAT = "dpcore-ledger"
 VERSION = 2
@@ -350,7 +351,7 @@ def atomic_write(path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        replace_into(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

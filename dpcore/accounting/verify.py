@@ -8,10 +8,12 @@ check. What the auditor was promised comes from the auditor (``epsilon``, ``delt
 the file; without them the file's own (epsilon, delta) is used, and the report says so.
 
 Every charge is checked against what it released (``what``): a marginal of records has L2
-sensitivity 1, a weighted batch states its weights and the sensitivity is recomputed from them;
-a selection's sensitivity is the one it states; an event whose cost cannot be re-derived (a raw
-``ZCDPEvent``) is accepted only where nothing is released (``"release": "none"`` with a reason
-and nothing else). Marginal attributes must exist in the domain the run's opening entry recorded.
+sensitivity 1 (the curator charges one marginal an entry); a selection's sensitivity is the one
+it states; an event whose cost cannot be re-derived (a raw ``ZCDPEvent``) is accepted only where
+nothing is released (``"release": "none"`` with a reason and nothing else). Marginal attributes
+must exist in the domain the run's opening entry recorded. A run with a fixed seed fails
+(``allow_fixed_seed`` for tests). The chain proves nothing against a rewrite of the whole file;
+checked against a ``head`` hash published earlier, it proves the file only grew since.
 
 Only the final zCDP <-> (epsilon, delta) conversions reuse :mod:`.conversions` (which the filter
 never calls when charging). It never raises on content: every problem is a reason in the report.
@@ -37,13 +39,15 @@ MAX_BYTES = 1 << 30
 MAX_DEPTH = 32           # the ledger's own rules (ledger.normalize_what), restated
 MAX_INT_DIGITS = 100
 _RATIONAL = re.compile(r"-?[0-9]{1,400}(/[0-9]{1,400})?")   # a float budget: ~330 digits
+_HEAD = re.compile(r"[0-9a-f]{64}")
+_MAX_SUM_BITS, _PART_BITS = 1 << 12, 1 << 9
 _HEX_FLOAT = re.compile(r"-?0x[0-9a-f]{1,16}(\.[0-9a-f]{0,16})?p[+-]?[0-9]{1,5}")
 _ENTRY_KEYS = {"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"}
 _ENTRIES_OPEN = ',"entries":['
 # What each release kind may be charged as; these are the documented releases of dpcore's
 # curator (dpcore/curator.py), each with its claim in proofs/.
 _RELEASES = {
-    "marginal": ("GaussianEvent",),          # proofs/gaussian.py, proofs/weighted_marginals.py
+    "marginal": ("GaussianEvent",),          # proofs/gaussian.py (one marginal, sensitivity 1)
     "selection": ("ExponentialEvent",),      # proofs/exponential_mechanism.py
     "none": ("ZCDPEvent",),                  # releases nothing: retired budget
     "rejection": ("SelfComposedEvent",),     # DQRS's keep flags, proofs/dqrs_rejection.py
@@ -93,24 +97,45 @@ def _show(x) -> str:
     if x is None:
         return "unknown"
     text = str(x)
-    return text if len(text) <= 60 else f"~{float(x):.17g}"
+    if len(text) <= 60:
+        return text
+    try:
+        return f"~{float(x):.17g}"
+    except OverflowError:           # beyond a float: its size, from the digits
+        p, _, q = text.partition("/")
+        return f"~10^{len(p.lstrip('-')) - len(q or '1')} (exact rational of {len(text)} characters)"
 
 
 class _Bad(Exception):
     """A problem that stops verification (the structure cannot be read further)."""
 
 
-def verify_ledger(ledger_or_path, *, epsilon=None, delta=None) -> VerificationReport:
+def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
+                  allow_fixed_seed=False) -> VerificationReport:
     """Recompute every entry of a ledger (a :class:`~.ledger.Ledger`, a path, or its JSON dict)
     and check it against the promised (``epsilon``, ``delta``): the ledger's budget must be at
     most the largest rho whose CKS conversion is (epsilon, delta)-DP, and the spend at most the
     budget. Without a promise the ledger's own (epsilon, delta) is checked (and must be there).
     Never raises for bad ledger *content*: problems are reported in ``reasons``.
+
+    The hash chain makes an edit evident only against a hash published before it: whoever
+    rewrites the whole file can recompute the chain. ``head``: a ledger's ``head_hash`` as
+    published after a run (dpcore synth prints it); the ledger must still hold an entry with
+    that hash, i.e. it extends what was published and nothing before it changed.
+
+    A run with a fixed seed (``seed_fixed`` in its opening entry) is not a private release:
+    whoever knows the seed recomputes its noise. It fails unless ``allow_fixed_seed`` (tests
+    and demos, where only the accounting is checked).
     """
     state = {"spent": None, "budget": None, "epsilon": None, "delta": None, "entries": 0,
-             "runs": 0, "incomplete": [], "notes": [], "promise": ""}
+             "runs": 0, "incomplete": [], "notes": [], "promise": "", "fixed_seed": [],
+             "hashes": set()}
     reasons: list[str] = []
     try:
+        if isinstance(head, str):
+            head = head.strip().lower()
+        if head is not None and not (isinstance(head, str) and _HEAD.fullmatch(head)):
+            raise _Bad("the published head must be 64 hex digits (a SHA-256)")
         if (epsilon is None) != (delta is None):
             raise _Bad("give both epsilon and delta as the promise, or neither")
         promise = None
@@ -123,6 +148,17 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None) -> VerificationRe
             state["incomplete"].append("the last write was cut off (the partial entry was "
                                        "never committed)")
         _check(data, reasons, state, promise, torn)
+        if head is not None and head not in state["hashes"]:
+            reasons.append(f"the published head {head[:16]}... is not in this ledger: it was "
+                           f"rewritten after that head was published, or is another ledger")
+        for label in state["fixed_seed"]:
+            if allow_fixed_seed:
+                state["notes"].append(f"{label} used a fixed seed (allowed: accounting only)")
+            else:
+                reasons.append(f"{label} used a fixed seed: whoever knows the seed recomputes "
+                               f"its noise, so it is not a private release (tests and demos "
+                               f"only; allow_fixed_seed / --allow-fixed-seed checks its "
+                               f"accounting alone)")
     except _Bad as exc:
         reasons.append(_line(str(exc)))
     except Exception as exc:  # never raise on content: any failure to verify is a FAIL
@@ -298,7 +334,19 @@ def _exact_cost(where: str, event) -> sympy.Expr:
         parts = event["events"]
         if not isinstance(parts, list) or not parts or len(parts) > 10 ** 5:
             raise _Bad(f"{where}: ComposedEvent needs a non-empty 'events' list")
-        return sympy.Add(*[_exact_cost(f"{where}.events[{i}]", e) for i, e in enumerate(parts)])
+        # Exact sums of many coprime 400-digit denominators multiply out (a small file once
+        # took hours), so the running sum may grow by _PART_BITS a part: a float's parameters
+        # give a part's cost a denominator of at most ~2 x 53 bits (a Gaussian's sigma
+        # squared) times a power of two, far below that.
+        total = sympy.Integer(0)
+        for i, e in enumerate(parts):
+            total += _exact_cost(f"{where}.events[{i}]", e)
+            bound = _MAX_SUM_BITS + _PART_BITS * (i + 1)
+            if total.is_Rational and max(int(total.p).bit_length(),
+                                         int(total.q).bit_length()) > bound:
+                raise _Bad(f"{where}: the ComposedEvent's exact cost outgrows {bound} bits by "
+                           f"part {i} (its parts' numbers are not floats' or the grid's)")
+        return total
     count = event["count"]
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10 ** 12:
         raise _Bad(f"{where}.count must be an int in [1, 10**12]")
@@ -308,16 +356,6 @@ def _exact_cost(where: str, event) -> sympy.Expr:
 def _on_grid(cost) -> sympy.Rational:
     """The recorded cost: the exact cost rounded up onto the grid 2**-128."""
     return sympy.ceiling(cost * GRID) / GRID
-
-
-def _l2_norm_float_ok(sens: sympy.Rational, weights) -> bool:
-    """``sens`` is the smallest float >= ||weights||_2 (exact comparisons of squares)."""
-    total = sympy.Add(*[w ** 2 for w in weights])
-    if total <= 0 or sens ** 2 < total:
-        return False
-    below = math.nextafter(float(sens), 0.0)
-    b = sympy.Rational(*below.as_integer_ratio())
-    return b ** 2 < total
 
 
 # -- the checks ---------------------------------------------------------------------------
@@ -357,7 +395,7 @@ def _check(data, reasons, state, promise, torn):
     if eps_p is not None:
         # The budget itself must be (eps_p, delta_p)-DP by the CKS conversion.
         implied = zcdp_to_approx_dp(state["budget"], Fraction(int(delta_p.p), int(delta_p.q)))
-        if sympy.Rational(*implied.as_integer_ratio()) > eps_p:
+        if not math.isfinite(implied) or sympy.Rational(*implied.as_integer_ratio()) > eps_p:
             reasons.append(f"budget rho {_show(state['budget'])} is ({implied!r}, "
                            f"{float(delta_p)!r})-DP, more than the promised epsilon {float(eps_p)!r}")
     if delta_p is not None:
@@ -369,6 +407,7 @@ def _check(data, reasons, state, promise, torn):
         raise _Bad("ledger has no entries list")
     state["entries"] = len(entries)
     total, prev = sympy.Integer(0), _digest(header)
+    state["hashes"].add(prev)
     run = None          # the open run's opening `what`
     run_spent = sympy.Integer(0)
     outside = 0
@@ -403,6 +442,12 @@ def _check(data, reasons, state, promise, torn):
                 run = None
             cost = sympy.Integer(0)
         elif kind == "charge":
+            if isinstance(what, dict) and what.get("seed_fixed") is not None:
+                if what["seed_fixed"] is not True:
+                    reasons.append(f"{where}: seed_fixed, where stated, is true")
+                label = f"run {run.get('run')}" if run is not None else "a charge outside a run"
+                if label not in state["fixed_seed"]:
+                    state["fixed_seed"].append(label)
             exact = _exact_cost(f"{where}.event", entry["event"])
             if exact == sympy.oo:
                 reasons.append(f"{where}: infinite cost (sigma = 0) was charged")
@@ -435,6 +480,7 @@ def _check(data, reasons, state, promise, torn):
         if entry["hash"] != _digest(body):
             reasons.append(f"{where}: hash does not match its content (entry edited)")
         prev = entry["hash"] if isinstance(entry["hash"], str) else ""
+        state["hashes"].add(prev)
         if len(reasons) > problems_before and len(reasons) > 50:
             raise _Bad(f"{len(reasons)} problems by entry {i}; stopped reading")
     state["spent"] = Fraction(int(total.p), int(total.q))
@@ -464,6 +510,12 @@ def _check_open(where, what, reasons, state):
         reasons.append(f"{where}: opening entry must be an object")
         return {"run": None, "_rho": None, "_domain": None}
     run = dict(what)
+    if what.get("seed_fixed") is not False:
+        if what.get("seed_fixed") is True:
+            state["fixed_seed"].append(f"run {what.get('run')}")
+        else:       # a run opened by hand: its curator's charges say whether it was seeded
+            state["notes"].append(f"run {what.get('run')} does not record whether its seed was "
+                                  f"fixed")
     run["_rho"] = None
     try:
         run["_rho"] = _parse_number(f"{where}.what.rho", what.get("rho"))
@@ -490,7 +542,8 @@ def _check_release(where, event, what, run, reasons):
                        f"({', '.join(sorted(_RELEASES))})")
         return
     allowed = _RELEASES[release]
-    if release == "none" and (set(what) - {"release", "reason"} or event.get("type") != "ZCDPEvent"):
+    if release == "none" and (set(what) - {"release", "reason", "seed_fixed"} or
+                              event.get("type") != "ZCDPEvent"):
         reasons.append(f"{where}: a release of nothing is a ZCDPEvent with a reason and names "
                        "nothing else")
         return
@@ -512,19 +565,14 @@ def _check_release(where, event, what, run, reasons):
         if what.get("noise") not in (None, "gaussian", "discrete_gaussian"):
             reasons.append(f"{where}: unknown noise {str(what.get('noise'))[:40]!r}")
         sens = _parse_number(f"{where}.event.sensitivity", event["sensitivity"])
-        weights = what.get("weights")
-        if weights is None:
-            if sens != 1:
-                reasons.append(f"{where}: a marginal of records has L2 sensitivity 1, the event "
-                               f"states {_show(sens)}")
-        else:
-            if not isinstance(weights, list) or not weights or len(weights) > 10 ** 5:
-                reasons.append(f"{where}: weights must be a non-empty list")
-                return
-            ws = [_parse_number(f"{where}.what.weights", w) for w in weights]
-            if any(w < 0 for w in ws) or not _l2_norm_float_ok(sens, ws):
-                reasons.append(f"{where}: sensitivity {_show(sens)} is not the L2 norm of the "
-                               "stated weights (rounded up to a float)")
+        if "weights" in what:
+            # the curator releases one marginal a charge; a stated weight vector would claim
+            # a sensitivity below 1 for a release it never makes
+            reasons.append(f"{where}: a marginal release states no weights (dpcore's curator "
+                           f"charges one marginal of records at a time, sensitivity 1)")
+        elif sens != 1:
+            reasons.append(f"{where}: a marginal of records has L2 sensitivity 1, the event "
+                           f"states {_show(sens)}")
     elif release == "selection":
         sens = _parse_number(f"{where}.event.sensitivity", event["sensitivity"])
         stated = what.get("sensitivity")

@@ -17,6 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from dpcore.errors import DomainError, DpcoreTypeError, InvalidArgumentError
+from dpcore.files import replace_into
 
 _FORMAT = "dpcore.GraphicalModel"
 _VERSION = 1
@@ -230,7 +231,7 @@ class GraphicalModel:
                 np.savez(fh, **arrays)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            replace_into(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)

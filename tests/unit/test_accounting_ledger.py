@@ -165,5 +165,5 @@ def test_no_timestamps_or_counts_in_charges(saved):
         assert "timestamp" not in entry
         if entry["kind"] == "charge":
             assert set(entry["what"]) <= {"release", "attrs", "noise", "candidates",
-                                          "sensitivity", "reason", "weights"}
+                                          "sensitivity", "reason", "seed_fixed"}
     assert os.stat(path).st_size < 4000

@@ -226,7 +226,8 @@ def test_synth_progress_bar_and_summary_on_a_terminal(work, capsys, monkeypatch)
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "% of budget" in err and "MST finished" in err and "(1, 1e-06)-DP" in err
-    assert (work / "out.csv").exists() and main(["verify", str(work / "ledger.json")]) == 0
+    assert (work / "out.csv").exists()
+    assert main(["verify", "--allow-fixed-seed", str(work / "ledger.json")]) == 0
 
 
 def test_synth_quiet_off_a_terminal_prints_nothing(work, capsys):
@@ -283,7 +284,7 @@ def test_huge_workload_weights_run_and_spend_exactly_the_budget(work, capsys):
     argv = synth_args(work, **{"--mechanism": "aim", "--workload": str(work / "w.json"),
                                "--rounds": "3", "--seed": "1"})
     assert main(argv) == 0
-    assert main(["verify", "--json", str(work / "ledger.json")]) == 0
+    assert main(["verify", "--allow-fixed-seed", "--json", str(work / "ledger.json")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["rho_spent"] == report["rho_budget"]
 
@@ -340,10 +341,15 @@ def test_output_that_cannot_fit_on_the_disk(work, capsys, monkeypatch):
     ({"--out": "{hard.csv}"}, "is the same file as --data"),
     ({"--mechanism": "aim", "--workload": "{w.json}", "--result": "{w.json}"},
      "is the same file as --workload"),
+    ({"--mechanism": "nist-mst", "--public": "{p.csv}", "--out": "{p.csv}"},
+     "--out '{p.csv}' is the same file as --public"),
+    # public data is read uncharged: the sensitive table passed as "public" is refused
+    ({"--mechanism": "nist-mst", "--public": "{hard.csv}"}, "is the same file as --data"),
 ])
 def test_an_output_never_replaces_an_input_or_another_output(work, capsys, overrides, expected):
     import os
     (work / "w.json").write_text(json.dumps([["color", "flag"]]))
+    (work / "p.csv").write_bytes((work / "data.csv").read_bytes())
     os.symlink(work / "data.csv", work / "link.csv")
     os.link(work / "data.csv", work / "hard.csv")
     before = {p.name: p.read_bytes() for p in work.iterdir()}
@@ -467,7 +473,8 @@ def test_product_mixture_mechanisms_run_and_verify(work, capsys, mechanism, publ
                                "--public": str(work / "public.csv") if public else None})
     code, err = run(argv, capsys)
     assert code == 0, err
-    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    assert main(["verify", "--allow-fixed-seed", "--epsilon", "1", "--delta", "1e-6",
+                 str(work / "ledger.json")]) == 0
     assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
 
 
@@ -495,7 +502,7 @@ def test_oracle_mechanisms_run_from_the_cli_and_verify(work, capsys, mechanism):
                                         "--rounds": "3", "--seed": "1"}), capsys)
     assert code == 0, err
     assert (work / "out.csv").exists()
-    assert verify_ledger(Ledger.load(work / "ledger.json")).ok
+    assert verify_ledger(Ledger.load(work / "ledger.json"), allow_fixed_seed=True).ok
 
 
 def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
@@ -503,9 +510,11 @@ def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
                                "--lr": "0.05", "--seed": "1"})
     code, err = run(argv, capsys)
     assert code == 0, err
-    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    assert main(["verify", "--allow-fixed-seed", "--epsilon", "1", "--delta", "1e-6",
+                 str(work / "ledger.json")]) == 0
     assert (work / "out.csv").read_text().splitlines()[0] == "color,size,flag"
     (work / "ledger.json").unlink()
+    (work / "ledger.json.private").unlink()    # a new ledger never shares an old salt file
     (work / "out.csv").unlink()
     for extra, expected in [({"--mechanism": "privpgd", "--particles": str(10 ** 10)}, "particles"),
                             ({"--mechanism": "privpgd", "--epochs": "0"}, "epochs"),
@@ -513,3 +522,52 @@ def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
         code, err = run(synth_args(work, **extra), capsys)
         assert code == 2 and expected in err and "\n" not in err.strip(), err
         assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()
+
+
+# ------------------------------------------------------------------ session 13: what an output may be
+@pytest.mark.parametrize("flag", ["--out", "--result"])
+def test_no_output_replaces_the_ledgers_salt_file(work, capsys, flag):
+    salt = work / "ledger.json.private"
+    code, err = run(synth_args(work, **{flag: str(salt)}) + ["--force"], capsys)
+    assert code == 2 and "is the same file as the ledger's salt file" in err, err
+    assert not (work / "ledger.json").exists() and not salt.exists()
+
+
+@pytest.mark.parametrize("flag", ["--out", "--result"])
+def test_force_never_replaces_a_fifo_or_device(work, capsys, flag):
+    import os
+    import stat
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    code, err = run(synth_args(work, **{flag: str(fifo)}) + ["--force"], capsys)
+    assert code == 2 and "is not a regular file" in err, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (work / "ledger.json").exists()
+
+
+def test_a_planted_salt_file_stops_the_run_before_any_charge(work, capsys):
+    import os
+    public = work / "public.txt"
+    public.write_text("")
+    os.symlink(public, work / "ledger.json.private")
+    code, err = run(synth_args(work), capsys)
+    assert code == 2 and "salt file" in err and "already exists" in err, err
+    assert public.read_text() == "" and not (work / "ledger.json").exists()
+
+
+@pytest.mark.parametrize("plant", ["link", "readable"])
+def test_a_continued_ledgers_salt_file_must_be_private(work, capsys, plant):
+    import os
+    assert main(synth_args(work, **{"--epsilon": "0.5"})) == 0
+    salt = work / "ledger.json.private"
+    before = salt.read_bytes()
+    spent = (work / "ledger.json").read_bytes()
+    if plant == "link":
+        salt.rename(work / "moved")
+        os.symlink(work / "moved", salt)
+    else:
+        os.chmod(salt, 0o644)
+    (work / "out.csv").unlink()
+    code, err = run(synth_args(work, **{"--epsilon": "0.5"}) + ["--continue"], capsys)
+    assert code == 2 and "salt file" in err and ("link" in err or "0644" in err), err
+    assert (work / "ledger.json").read_bytes() == spent          # nothing charged
+    assert (work / ("moved" if plant == "link" else "ledger.json.private")).read_bytes() == before

@@ -61,6 +61,6 @@ def test_aim_measures_derived_marginals_and_the_ledger_verifies():
     assert synth.model.domain.attrs == ("IND", "SEX")
     measured = [r.clique for r in synth.result.rounds if r.sigma is not None]
     assert ("CAT",) in measured                    # the 1-way of the derived column
-    assert synth.verify().ok
+    assert synth.verify(allow_fixed_seed=True).ok
     out = synth.sample(400, seed=1)
     assert (out.CAT == out.IND.str[0]).all()

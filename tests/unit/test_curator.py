@@ -52,7 +52,7 @@ def test_measure_charges_first_and_adds_noise_of_the_stated_scale():
     entries = curator.privacy_filter.ledger.entries
     assert len(entries) == 40 == len(curator.audit) == curator.reads
     assert curator.privacy_filter.spent == 40 * Fraction(1, 2)
-    assert verify_ledger(curator.privacy_filter.ledger).ok   # marginals of sensitivity 1
+    assert verify_ledger(curator.privacy_filter.ledger, allow_fixed_seed=True).ok  # sensitivity 1
 
 
 def test_same_seed_same_release_and_discrete_noise_is_integral():
@@ -128,7 +128,7 @@ def test_retire_closes_the_budget_exactly_without_reading():
     assert rest == round_cost_down(Fraction(3, 7) - round_cost_up(Fraction(1, 18)))
     assert 0 <= Fraction(3, 7) - curator.privacy_filter.spent < COST_GRID and curator.reads == 1
     assert curator.retire("again") == 0
-    assert verify_ledger(curator.privacy_filter.ledger).ok
+    assert verify_ledger(curator.privacy_filter.ledger, allow_fixed_seed=True).ok
 
 
 def test_compressed_view_measures_the_aggregated_marginal():
@@ -197,7 +197,8 @@ def test_select_rounds_public_inputs_to_the_grid_and_charges_the_rounded_sensiti
     delta = round(0.3 * SCORE_GRID) / SCORE_GRID
     assert delta != 0.3
     entry = curator.privacy_filter.ledger.entries[-1]
-    assert entry.what == {"release": "selection", "candidates": 2, "sensitivity": delta}
+    assert entry.what == {"release": "selection", "candidates": 2, "sensitivity": delta,
+                          "seed_fixed": True}    # a seeded curator says so in every entry
     assert entry.event.sensitivity == delta
     with pytest.raises(InvalidArgumentError, match=r"reference\[0\] must be below 2\^40"):
         curator.select([("a",)], [np.full(2, 2.0 ** 41)], 1.0)

@@ -99,7 +99,7 @@ def test_dqrs_synthesizer_fits_samples_and_verifies(tmp_path):
                                workload="all-2way", samples=10, rounds=30,
                                ledger_path=tmp_path / "ledger.jsonl")
     synth.fit(_frame(), schema=SCHEMA)
-    assert synth.verify().ok and synth.ledger.spent == synth.ledger.budget
+    assert synth.verify(allow_fixed_seed=True).ok and synth.ledger.spent == synth.ledger.budget
     assert len(synth.sample(25, seed=0)) == 25
     assert synth.result.extras["rounds"] <= 30
 

@@ -8,6 +8,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpcore.encoding import (
     EncodingError, check_delimiter, decode_codes, encode_frame, infer_schema,
@@ -292,6 +294,55 @@ def test_plain_decimals_are_accepted():
     assert encode_frame(pd.DataFrame({"n": values}), s)[:, 0].tolist() == [1, 1, 1, 0, 1, 2, 2]
 
 
+# The grammar before session 13: the same language, but a digit run could split between
+# "[0-9]+" and "[0-9]*" in many ways, so a failing match over joined lines backtracked
+# exponentially in the number of good values before the bad one.
+AMBIGUOUS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789.+-eE x", max_size=12))
+def test_plain_decimal_grammar_is_the_documented_language(text):
+    from dpcore.schema import PLAIN_DECIMAL
+    assert bool(PLAIN_DECIMAL.fullmatch(text)) == bool(AMBIGUOUS_DECIMAL.fullmatch(text))
+
+
+@pytest.mark.parametrize("bad", ["n/a", " 30 ", "1,000", "30 "])
+def test_a_bad_number_after_many_good_ones_is_refused_at_once(bad):
+    # 40 distinct good texts, then one bad: the old grammar took ~4^40 steps here (a hang)
+    import signal
+    values = [str(1000 + i) for i in range(40)] + [bad]
+    s = schema(n=dict(NUM, upper=10**6))
+
+    def hung(signum, frame):
+        raise AssertionError("the number check backtracks: a bad value took over 20 s")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(EncodingError, match="column 'n', row 41: the value is not a finite"):
+            encode_frame(pd.DataFrame({"n": values}), s)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("values", [[True, 1, 0, False], [1, True, False, 0], [1.0, True],
+                                    [np.True_, 1, False, np.int64(0)]])
+def test_booleans_and_numbers_stay_distinct_values(values):
+    # pandas hashes True as 1: factorizing them together once gave both one code, by order
+    s = schema(x={"type": "categorical", "categories": ["True", "1", "0", "False"]})
+    codes = encode_frame(pd.DataFrame({"x": pd.Series(values, dtype=object)}), s)[:, 0]
+    want = [str(v) if isinstance(v, (bool, np.bool_)) else str(int(v)) for v in values]
+    assert [s["x"].categories[c] for c in codes] == want
+
+
+def test_a_boolean_in_a_numeric_column_is_refused_wherever_it_is():
+    s = schema(n=dict(NUM, upper=10))
+    for values, row in (([2, 1, True], 3), ([True, 2], 1)):
+        with pytest.raises(EncodingError, match=f"column 'n', row {row}:"):
+            encode_frame(pd.DataFrame({"n": pd.Series(values, dtype=object)}), s)
+
+
 def test_parse_decimal():
     assert parse_decimal("10") == 10.0 and parse_decimal("-2.5e-3") == -0.0025
     for bad in ("1_0", "١", "１", "inf", "NaN", " 1", "", "0x1", 1.0):
@@ -374,3 +425,48 @@ def test_a_bad_text_among_many_numbers_is_found_in_linear_time():
     texts = [str(100 + k) for k in range(5000)] + ["x", "1.5e3"]
     got = _numbers_of(np.array(texts, dtype=object))
     assert np.isnan(got[5000]) and got[5001] == 1500.0 and got[0] == 100.0
+
+
+@pytest.mark.parametrize("tokens, column, clash", [
+    (["F"], {"categories": ["F", "M"]}, "F"),
+    (["?", "Other"], {"categories": ["F", "M"], "other": "Other"}, "Other"),
+    (["1"], {"categories": ["1.0", "2"]}, "1.0"),        # categories match by number
+])
+def test_a_missing_token_that_is_also_a_label_is_refused(tokens, column, clash):
+    with pytest.raises(SchemaError, match=f"category '{re.escape(clash)}' is also a missing"):
+        Schema.from_dict({"missing_values": tokens, "columns": {
+            "sex": {"type": "categorical", "missing": "code", **column}}})
+
+
+def test_complex_numbers_are_not_numbers():
+    s = schema(n=dict(NUM, upper=10))
+    with pytest.raises(EncodingError, match="column 'n', row 1: the value is not a finite"):
+        encode_frame(pd.DataFrame({"n": [1 + 9j, 9 + 0j]}), s)
+
+
+@pytest.mark.parametrize("label", ["q\rinside", "a\r", "\rb"])
+def test_a_label_with_a_carriage_return_round_trips(tmp_path, label):
+    # pandas' minimal quoting leaves a bare CR unquoted (it is not in the line terminator)
+    frame = pd.DataFrame({"c": pd.Categorical([label, "z", label], categories=["z", label]),
+                          "n": pd.Categorical(["0", "1", "0"])})
+    path = tmp_path / "out.csv"
+    write_table([frame.iloc[:2], frame.iloc[2:]], path)
+    back = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert back["c"].tolist() == [label, "z", label] and back["n"].tolist() == ["0", "1", "0"]
+    # the same as plain strings, and a missing token holding one
+    plain = pd.DataFrame({"c": pd.array([label, None, "z"], dtype="string"), "n": ["0", "1", "0"]})
+    write_table(plain, path, missing_token="N\rA")
+    back = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert back["c"].tolist() == [label, "N\rA", "z"] and back["n"].tolist() == ["0", "1", "0"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"columns": {"n": dict(NUM, interger=True)}}, "column 'n': unknown key 'interger'"),
+    ({"columns": {"c": dict(CAT, catgories=["a"])}}, "column 'c': unknown key 'catgories'"),
+    ({"columns": {"c": CAT}, "missing_value": ["?"]}, "unknown top-level key 'missing_value'"),
+])
+def test_a_misspelt_schema_key_is_refused_not_ignored(spec, message):
+    with pytest.raises(SchemaError, match=message):
+        Schema.from_dict(spec)
+    Schema.from_dict({"columns": {"c": dict(CAT, description="free text")},
+                      "description": "ok", "source": "ok"})

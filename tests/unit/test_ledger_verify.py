@@ -114,16 +114,34 @@ def test_sensitivity_field_edited(honest, sens):
     _fails(_rechain(doc), "L2 sensitivity 1")
 
 
-def test_weighted_batch_sensitivity_is_recomputed(honest):
+@pytest.mark.parametrize("weights", [[(0.3).hex(), (0.4).hex()], [(0.5).hex()] * 4])
+def test_a_marginal_stating_weights_fails_whatever_its_sensitivity(honest, weights):
+    # the curator charges one marginal of records an entry; weights claimed a sensitivity
+    # below 1 (here 0.5: a marginal four times cheaper) for a release it never makes
     doc = honest
     entry = doc["entries"][1]
-    entry["what"]["weights"] = [(0.3).hex(), (0.4).hex()]
-    norm = l2_sensitivity([0.3, 0.4])        # the smallest float >= the exact norm
-    for sens, ok in ((norm, True), (1.0, False), (math.nextafter(norm, 0), False)):
+    entry["what"]["weights"] = weights
+    norm = l2_sensitivity([float.fromhex(w) for w in weights])
+    for sens in (norm, 1.0):
         entry["event"]["sensitivity"] = sens.hex()
         entry["rho"] = str(_grid(Fraction(sens) ** 2 / (2 * Fraction(20.0) ** 2)))
-        report = verify_ledger(json.loads(json.dumps(_rechain(doc))))
-        assert report.ok == ok, (sens, report.reasons)
+        _fails(_rechain(doc), "states no weights")
+
+
+def test_a_composed_event_of_unrelated_denominators_is_refused_early(honest):
+    # many coprime 300-digit denominators once took minutes to sum exactly before failing
+    doc = honest
+    parts = [{"type": "ExponentialEvent", "epsilon": f"1/{10 ** 299 + 2 * i + 1}",
+              "sensitivity": "1"} for i in range(3000)]
+    doc["entries"][2]["event"] = {"type": "ComposedEvent", "events": parts}
+    _fails(_rechain(doc), "exact cost outgrows")
+    # an honest composition of many Gaussian parts (odd denominators: sigma squared) verifies
+    f = PrivacyFilter(10, delta=1e-6)
+    from dpcore.accounting import ComposedEvent
+    f.charge(ComposedEvent([GaussianEvent(3.0 + i / 7) for i in range(400)]),
+             what={"release": "none", "reason": "test"})
+    report = verify_ledger(f.ledger.to_dict())
+    assert not any("outgrows" in r for r in report.reasons), report.reasons
 
 
 def test_attributes_must_exist_in_the_runs_domain(honest):
@@ -252,3 +270,113 @@ def test_retired_budget_may_be_a_raw_zcdp_event():
     f.charge(ZCDPEvent(f.remaining), what={"release": "none", "reason": "residue"})
     f.close_run()
     assert verify_ledger(f.ledger, epsilon=1.0, delta=1e-9).ok
+
+
+# ------------------------------------------------------------------ session 13 audit
+def test_a_rewritten_ledger_fails_against_its_published_head(honest):
+    doc = honest
+    published = doc["head_hash"]
+    assert verify_ledger(json.loads(json.dumps(doc)), head=published).ok
+    forged = json.loads(json.dumps(doc))
+    del forged["entries"][3]                   # a charge dropped, the chain recomputed
+    _rechain(forged)
+    assert verify_ledger(forged).ok            # consistent with itself: no anchor, no proof
+    _fails(forged, "published head .* is not in this ledger", head=published)
+
+
+def test_a_ledger_that_grew_still_holds_its_published_head(honest):
+    published = honest["head_hash"]
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    f.open_run(f.budget / 2, {"mechanism": "test", "domain": DOMAIN, "seed_fixed": False})
+    f.charge(GaussianEvent(20.0), what={"release": "marginal", "attrs": ["age"]})
+    f.close_run("completed")
+    head = f.ledger.to_dict()["head_hash"]
+    f.open_run(f.remaining, {"mechanism": "test", "domain": DOMAIN, "seed_fixed": False})
+    f.close_run("completed")
+    assert verify_ledger(f.ledger.to_dict(), head=head).ok
+    assert not verify_ledger(f.ledger.to_dict(), head=published).ok    # another ledger's
+    assert verify_ledger(f.ledger.to_dict(), head=head.upper()).ok
+    for bad in ("", "ABC", published[:-1], "g" * 64, 7):
+        assert "64 hex digits" in verify_ledger(f.ledger.to_dict(), head=bad).reasons[0]
+
+
+def test_a_fixed_seed_run_fails_unless_allowed():
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    f.open_run(f.budget, {"mechanism": "test", "domain": DOMAIN, "seed_fixed": True})
+    f.charge(GaussianEvent(20.0), what={"release": "marginal", "attrs": ["age"]})
+    f.close_run("completed")
+    doc = f.ledger.to_dict()
+    _fails(doc, "run 0 used a fixed seed")
+    report = verify_ledger(doc, allow_fixed_seed=True)
+    assert report.ok and any("fixed seed" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("rho", ["1" + "0" * 399, "1/" + "1" + "0" * 399])
+def test_huge_numbers_are_reported_not_raised(honest, rho, tmp_path, capsys):
+    doc = honest
+    doc["budget"]["rho"] = rho
+    report = verify_ledger(json.loads(json.dumps(_rechain(doc))))
+    assert report.status == "fail" and "unverifiable" not in " ".join(report.reasons)
+    assert "ledger verification: FAIL" in report.summary()
+    path = tmp_path / "l.json"
+    path.write_text(json.dumps(doc))
+    assert main(["verify", "--json", str(path)]) == 3
+    out = json.loads(capsys.readouterr().out)            # valid JSON: no Infinity
+    assert out["status"] == "fail"
+
+
+def test_continuing_a_ledger_with_a_raised_budget_is_refused(tmp_path):
+    from dpcore.accounting import LedgerError
+    path = tmp_path / "life.json"
+    f = PrivacyFilter.from_approx_dp(0.5, 1e-9, ledger_path=path)
+    f.close()
+    doc = json.loads(path.read_text())
+    doc["budget"]["rho"] = "1"                 # raised; the file still says epsilon 0.5
+    path.write_text(json.dumps(_rechain(doc)))
+    with pytest.raises(LedgerError, match="rho=1 is .* more than epsilon=0.5; refusing to continue"):
+        PrivacyFilter.resume(path)
+    doc["budget"]["rho"] = str(10 ** 5)        # above the cap, whatever the file's epsilon
+    doc["budget"]["epsilon"] = doc["budget"]["delta"] = None
+    path.write_text(json.dumps(_rechain(doc)))
+    with pytest.raises(LedgerError, match="rho must be <= 10000"):
+        PrivacyFilter.resume(path)
+
+
+@pytest.mark.parametrize("seed", [None, 0])
+def test_a_seeded_curator_marks_its_charges_and_they_fail(seed):
+    # a curator used directly (no Synthesizer run) with a fixed seed: its noise is reproducible
+    import numpy as np
+
+    from dpcore import Curator, Dataset, Domain
+    domain = Domain(["age", "sex"], [10, 2])
+    data = Dataset(np.random.default_rng(0).integers(0, 2, (50, 2)), domain)
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    curator = Curator(data, f, seed=seed)
+    curator.measure(("age",), 20.0)
+    curator.measure(("age", "sex"), 20.0)
+    report = verify_ledger(f.ledger.to_dict())
+    if seed is None:
+        assert report.ok and not any("fixed seed" in n for n in report.notes), report
+    else:
+        assert not report.ok and report.reasons == ("a charge outside a run used a fixed seed: "
+                                                    "whoever knows "
+                                                    "the seed recomputes its noise, so it is "
+                                                    "not a private release (tests and demos "
+                                                    "only; allow_fixed_seed / "
+                                                    "--allow-fixed-seed checks its accounting "
+                                                    "alone)",)
+        assert verify_ledger(f.ledger.to_dict(), allow_fixed_seed=True).ok
+
+
+def test_a_seeded_fit_fails_its_own_verify_by_default():
+    import pandas as pd
+
+    from mechanisms import Synthesizer
+    df = pd.DataFrame({"a": ["x", "y"] * 50, "b": ["u", "v", "v", "u"] * 25})
+    schema = {"columns": {"a": {"type": "categorical", "categories": ["x", "y"]},
+                          "b": {"type": "categorical", "categories": ["u", "v"]}}}
+    synth = Synthesizer.create("mst", epsilon=1.0, seed=3, progress=False).fit(df, schema)
+    report = synth.verify()
+    assert not report.ok and report.reasons == (report.reasons[0],)
+    assert report.reasons[0].startswith("run 0 used a fixed seed")
+    assert synth.verify(allow_fixed_seed=True).ok

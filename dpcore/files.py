@@ -1,0 +1,72 @@
+"""Where dpcore may write: one rule for every writer, the CLI's and the Python API's.
+
+Outputs are written to a temporary file beside the target and renamed over it
+(:func:`replace_into`). A rename replaces whatever the name held, so the target must be absent,
+a regular file, or a link to one (the link is replaced, not what it points to): a device, a
+FIFO, a socket or a directory (``/dev/null``, or a link to it such as ``/dev/stdout``) is
+refused, never turned into a regular file. The check runs just before the rename; it guards
+against mistakes, not against a concurrent writer swapping the name in between. A run's ledger,
+its salt file and its input are never an output (:func:`check_not_protected`).
+"""
+from __future__ import annotations
+
+import os
+import stat
+from typing import Iterable
+
+from dpcore.errors import InvalidArgumentError
+
+__all__ = ["check_not_protected", "check_replaceable", "replace_into", "salt_path", "same_file"]
+
+
+def salt_path(ledger: str | os.PathLike) -> str:
+    """The private file beside a ledger that keeps the salts of its input commitments."""
+    return f"{os.fspath(ledger)}.private"
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file: equal after resolving symlinks, or (both existing)
+    the same inode, which also catches hard links."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return False
+
+
+def check_replaceable(path: str | os.PathLike, label: str = "output") -> None:
+    """Refuse a target a rename must not replace: anything but a regular file or a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise InvalidArgumentError(f"cannot write {label} {os.fspath(path)!r}: "
+                                   f"{err.strerror}") from None
+    if stat.S_ISLNK(mode):
+        try:
+            mode = os.stat(path).st_mode        # what the link names: /dev/stdout is one
+        except OSError:
+            return                              # a dangling link: the rename replaces it
+    if stat.S_ISDIR(mode):
+        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is a directory")
+    if not stat.S_ISREG(mode):
+        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is not a regular file (a "
+                                   f"device, FIFO or socket); refusing to replace it")
+
+
+def replace_into(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Rename the finished temporary ``tmp`` over ``path`` (checked by
+    :func:`check_replaceable` first)."""
+    check_replaceable(path)
+    os.replace(tmp, path)
+
+
+def check_not_protected(path: str | os.PathLike, protected: Iterable[tuple[str, object]],
+                        label: str = "output") -> None:
+    """Refuse an output that names one of ``protected`` ((what, path) pairs; None skipped)."""
+    for what, known in protected:
+        if known is not None and same_file(path, known):
+            raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is {what} "
+                                       f"{os.fspath(known)!r}; refusing to overwrite it")

@@ -29,9 +29,10 @@ __all__ = ["CSV_BLOCK_BYTES", "CsvBlockError", "KEEP_TEXTS", "NotPlainText", "it
 #: Bytes of CSV text split into one DataFrame (Adult: about 300,000 rows).
 CSV_BLOCK_BYTES = 32 * 2 ** 20
 
-#: Distinct texts a column keeps from block to block in :func:`iter_block_codes` (a column
-#: with more, e.g. a continuous one, starts afresh at the next block: memory stays bounded).
-KEEP_TEXTS = 1 << 16
+#: Distinct texts all columns together keep from block to block in :func:`iter_block_codes`,
+#: shared evenly (at most 2^16 a column): a column with more, e.g. a continuous one, starts
+#: afresh at the next block, so memory stays bounded however many columns the file has.
+KEEP_TEXTS = 1 << 20
 
 
 class NotPlainText(Exception):
@@ -136,13 +137,13 @@ def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schem
     time: what :func:`dpcore.encoding.encode_frame` makes of :func:`iter_csv_blocks`' frames,
     and the same errors, with each distinct text of a column encoded once a file rather than
     once a block. The compiled splitter (:class:`dpcore._core.CsvSplitter`) keeps each
-    column's texts from block to block (up to :data:`KEEP_TEXTS`), so a block brings few new
+    column's texts from block to block (its share of :data:`KEEP_TEXTS`), so a block brings few new
     texts; they are encoded, and each row picks its text's code (no DataFrame). A block with
     a new text that does not encode goes to ``encode_frame`` whole, which raises the exact
     error (the earliest bad row; rows count from the file's first data row)."""
     from dpcore import _core
     from dpcore.encoding import EncodingError, _encode_column, check_columns, encode_frame
-    splitter = _core.CsvSplitter(sep, len(header), KEEP_TEXTS)
+    splitter = _core.CsvSplitter(sep, len(header), min(1 << 16, KEEP_TEXTS // len(header)))
     where = [header.index(c.name) if c.name in header else -1 for c in schema.columns]
     kept: list[list[str]] = [[] for _ in header]        # each column's texts so far
     tables = [np.empty(0, dtype=np.int64) for _ in header]   # and their codes
@@ -172,7 +173,7 @@ def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schem
                     at = positions.astype(np.int64) - first
                     fresh[k][at[at >= 0]] = codes[at >= 0, j]
         for k, table in fresh.items():
-            kept[k] = kept[k] + parts[k][1]
+            kept[k].extend(parts[k][1])
             tables[k] = np.concatenate([tables[k], table])
         if codes is None:
             codes = np.empty((rows, len(schema.columns)), dtype=schema.code_dtype())

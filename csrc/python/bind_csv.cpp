@@ -84,11 +84,9 @@ void bind_csv(py::module_& m) {
         const std::string_view text = bytes_of(data, &info);
         dpcore::CsvBlock block;
         std::size_t row = 0;
-        dpcore::CsvSplit status;
-        {
-          py::gil_scoped_release release;
-          status = dpcore::split_csv(text, delimiter, columns, &block, &row);
-        }
+        // The GIL stays held: the buffer may be writable, and no Python code may change it
+        // between the split's line count and its scan.
+        const dpcore::CsvSplit status = dpcore::split_csv(text, delimiter, columns, &block, &row);
         return block_tuple(status, row, block, false);
       },
       py::arg("data"), py::arg("sep"), py::arg("columns"),
@@ -112,11 +110,9 @@ void bind_csv(py::module_& m) {
             const std::string_view text = bytes_of(data, &info);
             dpcore::CsvBlock block;
             std::size_t row = 0;
-            dpcore::CsvSplit status;
-            {
-              py::gil_scoped_release release;
-              status = self.split(text, &block, &row);
-            }
+            // The GIL stays held (as for split_csv): neither the buffer nor this splitter's
+            // tables can be changed by another thread during the split.
+            const dpcore::CsvSplit status = self.split(text, &block, &row);
             py::tuple out = block_tuple(status, row, block, true);
             // a text that is not UTF-8 fails the block: as after any failed split, the
             // next starts afresh (the text must not pass as known in a later block)
@@ -190,18 +186,15 @@ void bind_csv(py::module_& m) {
           cols.push_back(std::move(c));
         }
         const std::size_t rows = n < 0 ? 0 : static_cast<std::size_t>(n);
-        std::size_t size = 0;
-        {
-          py::gil_scoped_release release;
-          size = dpcore::csv_text_size(cols, rows, sep, eol, missing);
-        }
+        // The GIL stays held from sizing to writing: the arrays are the caller's, and no
+        // Python code may change a position or a number's width between the two passes.
+        const std::size_t size = dpcore::csv_text_size(cols, rows, sep, eol, missing);
         // the text goes straight into the bytes object (no zero-filled string, no copy)
         PyObject* out = PyBytes_FromStringAndSize(
             nullptr, static_cast<py::ssize_t>(size + dpcore::kCsvTextSlack));
         if (out == nullptr) throw py::error_already_set();
         {
           auto owner = py::reinterpret_steal<py::object>(out);   // freed if writing throws
-          py::gil_scoped_release release;
           dpcore::write_csv_text(cols, rows, sep, eol, missing, PyBytes_AS_STRING(out));
           owner.release();
         }

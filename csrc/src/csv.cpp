@@ -415,6 +415,9 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
       status = CsvSplit::kRagged;
       return false;
     }
+    if (line >= lines_guess)                    // the rows were sized by the line count
+      throw InvalidArgument("the CSV block changed while it was being split (more lines "
+                            "than counted)");
     fields[filled++] = Field{start, stop - start, 0, {}};
     field = 0;
     ++line;
@@ -479,7 +482,13 @@ CsvSplit CsvSplitter::split(std::string_view data, CsvBlock* out, std::size_t* r
     if (index[j].size() > keep_) index[j].clear();   // too many to keep: start afresh
     first[j] = index[j].size();
   }
-  const CsvSplit status = split_lines(data, sep_, index, out, row);
+  CsvSplit status;
+  try {
+    status = split_lines(data, sep_, index, out, row);
+  } catch (...) {
+    reset();      // a split cut short by an error leaves nothing kept: start afresh
+    throw;
+  }
   if (status != CsvSplit::kPlain) {
     reset();      // what the failed block added is not the caller's: start afresh
     return status;

@@ -187,7 +187,27 @@ static void test_columns_are_the_reference_rows() {
   CHECK(sample_columns(cal, 0, SampleMethod::kRound, 1).size() == 4);
 }
 
+// Rng::below skips the rejection threshold's division for outputs >= bound; its draws must be
+// the textbook rejection's (threshold 2^64 mod bound, computed every draw), also for bounds
+// where rejection is frequent (just above 2^63) or absent (powers of two).
+void test_below_is_the_textbook_rejection() {
+  for (std::uint64_t bound : {1ULL, 2ULL, 3ULL, 7ULL, 1000ULL, (1ULL << 32) + 1, 1ULL << 40,
+                              (1ULL << 63) + 1, (1ULL << 63) + 12345, ~0ULL}) {
+    for (std::uint64_t seed : {0ULL, 5ULL, 77ULL}) {
+      Rng rng(seed);
+      std::mt19937_64 engine(seed);
+      const std::uint64_t threshold = (0 - bound) % bound;
+      for (int i = 0; i < 2000; ++i) {
+        std::uint64_t r = engine();
+        while (r < threshold) r = engine();
+        CHECK(rng.below(bound) == r % bound);
+      }
+    }
+  }
+}
+
 int main() {
+  test_below_is_the_textbook_rejection();
   test_round_group_counts();
   test_group_samplers_refuse_bad_probabilities();
   test_record_cells_checked();

@@ -142,7 +142,7 @@ def test_remembered_roots_equal_the_recomputed_ones_over_a_sequence_of_lists():
         previous = None
         for queries, repeat in sequence:
             if repeat and previous is not None:
-                queries = [tuple(q) for q in previous]   # an equal list, new objects
+                queries = [tuple(list(q)) for q in previous]   # an equal list, new objects
             roots, owner = model_module._roots(queries)
             fresh_roots, fresh_owner = model_module._find_roots(queries)
             assert list(roots) == fresh_roots and dict(owner) == fresh_owner

@@ -158,6 +158,14 @@ def _numbers_of(values: np.ndarray) -> np.ndarray:
     return np.array([_number_of(v) for v in values.tolist()], dtype=np.float64)
 
 
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _hashable(value: Any) -> Any:
     try:
         hash(value)
@@ -216,6 +224,11 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
                         offset: int, debug: bool) -> np.ndarray:
     labels, numbers = _category_lookup(col)
     index, uniques = _factorize(series)
+    for k, u in enumerate(uniques):      # a lone surrogate (a bad decode) is no text at all
+        if isinstance(u, str) and not _is_unicode(u):
+            i = int(np.flatnonzero(index == k)[0])
+            raise _bad(col, offset + i + 1, series.iloc[i], "is not valid Unicode text (it "
+                       "holds a lone surrogate, e.g. from a bad decode)", debug)
     table = np.append(labels.get_indexer(uniques).astype(np.int64), -1)
     for i in np.flatnonzero(table[:-1] < 0):
         table[i] = _category_code(uniques[i], labels, numbers)

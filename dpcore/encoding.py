@@ -158,13 +158,33 @@ def _numbers_of(values: np.ndarray) -> np.ndarray:
     return np.array([_number_of(v) for v in values.tolist()], dtype=np.float64)
 
 
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return str(value)
+
+
 def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Per-row indices into the distinct values (-1 for NA), so per-value Python work is paid
     once per distinct value, not per row. pandas hashes True as 1 and False as 0, so where a
     boolean and such a number may have merged, the booleans stand as their texts ("True", how
     they encode) and the values are factorized again."""
     values = series.to_numpy(dtype=object)
-    index, uniques = pd.factorize(values, use_na_sentinel=True)
+    try:
+        index, uniques = pd.factorize(values, use_na_sentinel=True)
+    except TypeError:       # unhashable values (lists, dicts) stand as their texts, as others
+        values = np.array([_hashable(v) for v in values], dtype=object)
+        index, uniques = pd.factorize(values, use_na_sentinel=True)
     if any(isinstance(u, (bool, np.bool_)) or (_is_number(u) and u in (0, 1))
            for u in uniques):
         kinds = np.fromiter((isinstance(v, (bool, np.bool_)) for v in values), bool,
@@ -204,6 +224,11 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
                         offset: int, debug: bool) -> np.ndarray:
     labels, numbers = _category_lookup(col)
     index, uniques = _factorize(series)
+    for k, u in enumerate(uniques):      # a lone surrogate (a bad decode) is no text at all
+        if isinstance(u, str) and not _is_unicode(u):
+            i = int(np.flatnonzero(index == k)[0])
+            raise _bad(col, offset + i + 1, series.iloc[i], "is not valid Unicode text (it "
+                       "holds a lone surrogate, e.g. from a bad decode)", debug)
     table = np.append(labels.get_indexer(uniques).astype(np.int64), -1)
     for i in np.flatnonzero(table[:-1] < 0):
         table[i] = _category_code(uniques[i], labels, numbers)

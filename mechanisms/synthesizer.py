@@ -487,6 +487,12 @@ class Synthesizer(abc.ABC):
             return self._own_table.copy()
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
+        from .plan import cell_cap
+        if int(n) * len(self.schema_) > cell_cap():    # held whole: write() streams more
+            raise InvalidArgumentError(
+                f"n must be <= {cell_cap() // len(self.schema_)} for {len(self.schema_)} "
+                f"columns (a table held in memory; write() or sample_chunks() stream more "
+                f"rows), got {n}")
         if seed is None:
             seed = self._next_sample_seed()
         _check_seed(seed)

@@ -470,3 +470,19 @@ def test_a_misspelt_schema_key_is_refused_not_ignored(spec, message):
         Schema.from_dict(spec)
     Schema.from_dict({"columns": {"c": dict(CAT, description="free text")},
                       "description": "ok", "source": "ok"})
+
+
+def test_unhashable_values_encode_as_their_text_or_are_refused_as_numbers():
+    s = schema(c={"type": "categorical", "categories": ["[1]", "{'a': 1}"]})
+    values = pd.Series([[1], {"a": 1}, [1]], dtype=object)
+    assert encode_frame(pd.DataFrame({"c": values}), s)[:, 0].tolist() == [0, 1, 0]
+    with pytest.raises(EncodingError, match="column 'n', row 1: the value is not a finite"):
+        encode_frame(pd.DataFrame({"n": pd.Series([[1], [2]], dtype=object)}),
+                     schema(n=dict(NUM, upper=10)))
+
+
+def test_a_lone_surrogate_is_refused_naming_column_and_row():
+    s = schema(c={"type": "categorical", "categories": ["b"], "other": "o"})
+    frame = pd.DataFrame({"c": pd.Series(["b", "a\ud800", "b"], dtype=object)})
+    with pytest.raises(EncodingError, match="column 'c', row 2: the value is not valid Unicode"):
+        encode_frame(frame, s)

@@ -123,3 +123,9 @@ def test_integer_column_names_are_the_schemas_texts():
     synth = Synthesizer.create("mst", epsilon=1.0, progress=False).fit(df, schema)
     assert list(synth.sample(5).columns) == ["0", "1"]
     assert infer_schema(df).names == ("0", "1")
+
+
+def test_a_sample_too_large_for_memory_is_refused_not_attempted():
+    synth = Synthesizer.create("mst", epsilon=1.0, progress=False).fit(frame(), SCHEMA)
+    with pytest.raises(InvalidArgumentError, match="n must be <= .* write\\(\\) or sample_chunks"):
+        synth.sample(2 ** 40)

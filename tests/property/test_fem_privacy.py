@@ -36,7 +36,7 @@ def run(problem, oracle=None, perturbation="exponential"):
     result = fem(curator, workload, rounds=3, samples=2, total=total, oracle=oracle, seed=seed,
                  time_limit=5.0, perturbation=perturbation)
     assert result.ledger.spent == filt.budget
-    report = verify_ledger(result.ledger)
+    report = verify_ledger(result.ledger, allow_fixed_seed=True)   # seeded curators
     assert report.ok, report.reasons
     assert curator.audit == 3 + (total is None)   # three selections (+ the noisy count)
     assert result.synthetic.records.shape[1] == len(data.domain.attrs)
@@ -74,7 +74,7 @@ def run_dqrs(problem, oracle=None):
     result = dqrs(curator, workload, rounds=4, samples=3, total=total, oracle=oracle, seed=seed,
                   time_limit=5.0)
     assert result.ledger.spent == filt.budget
-    report = verify_ledger(result.ledger)
+    report = verify_ledger(result.ledger, allow_fixed_seed=True)   # seeded curators
     assert report.ok, report.reasons
     T = result.extras["rounds"]
     # per round but the last: one rejection read and one read for the fresh draws

@@ -42,7 +42,7 @@ def problems(draw, max_attrs=4):
 def check(curator, result, budget):
     ledger = result.ledger
     assert ledger.spent == budget, (ledger.spent, budget)
-    report = verify_ledger(ledger)
+    report = verify_ledger(ledger, allow_fixed_seed=True)   # seeded curators, for reproducibility
     assert report.ok, report.reasons
     assert report.rho_spent == budget
     # The retired residue is calibration rounding only, never a real share of the budget.

@@ -45,7 +45,7 @@ def test_privpgd_spends_exactly_its_budget_and_verifies(problem):
     result = privpgd(curator, workload=work, particles=50, epochs=3, projection=projection,
                      seed=seed)
     assert result.ledger.spent == filt.budget
-    report = verify_ledger(result.ledger)
+    report = verify_ledger(result.ledger, allow_fixed_seed=True)   # seeded curators
     assert report.ok, report.reasons
     pairs = attribute_pairs(work)
     assert curator.audit == 1 + len(pairs)

@@ -79,7 +79,8 @@ def test_select_query_picks_the_largest_score_and_charges_sensitivity_one():
     assert tuple(queries.rows[pick]) == (0, 0, 1)
     entry = curator.privacy_filter.ledger.entries[-1]
     assert entry.event == ExponentialEvent(200.0, 1)
-    assert entry.what == {"release": "selection", "candidates": 8, "sensitivity": 1}
+    assert entry.what == {"release": "selection", "candidates": 8, "sensitivity": 1,
+                          "seed_fixed": True}    # the test curator is seeded
 
 
 def test_select_query_follows_the_exponential_mechanism():

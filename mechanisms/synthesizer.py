@@ -454,7 +454,12 @@ class Synthesizer(abc.ABC):
         """Read a synthesizer written by :meth:`save` (a pickle: trusted files only)."""
         import pickle
         with open(path, "rb") as fh:
-            obj = pickle.load(fh)
+            try:
+                obj = pickle.load(fh)
+            except (pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                    IndexError, TypeError, ValueError) as err:
+                raise InvalidArgumentError(f"{os.fspath(path)!r} is not a synthesizer written "
+                                           f"by save() ({type(err).__name__})") from None
         if not isinstance(obj, cls):
             raise InvalidArgumentError(f"{os.fspath(path)!r} holds a {type(obj).__name__}, "
                                        f"not a {cls.__name__}")

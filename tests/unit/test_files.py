@@ -129,3 +129,11 @@ def test_a_sample_too_large_for_memory_is_refused_not_attempted():
     synth = Synthesizer.create("mst", epsilon=1.0, progress=False).fit(frame(), SCHEMA)
     with pytest.raises(InvalidArgumentError, match="n must be <= .* write\\(\\) or sample_chunks"):
         synth.sample(2 ** 40)
+
+
+@pytest.mark.parametrize("content", [b"not a pickle", b"", b"\x80\x05K\x01."])
+def test_loading_what_save_did_not_write_is_a_typed_error(tmp_path, content):
+    path = tmp_path / "s.pkl"
+    path.write_bytes(content)          # text, an empty file, a pickle of the int 1
+    with pytest.raises(InvalidArgumentError, match="s.pkl"):
+        Synthesizer.load(path)

@@ -1,13 +1,16 @@
 """The privacy boundary: the only module in dpcore that reads sensitive records.
 
-A :class:`Curator` owns a dataset and a :class:`~dpcore.accounting.PrivacyFilter`. It offers
-exactly two data-dependent releases, each charged to the filter (and so written to the ledger,
-which the filter saves) *before* the data is read and before any randomness is drawn:
+A :class:`Curator` owns a dataset and a :class:`~dpcore.accounting.PrivacyFilter`. Its
+data-dependent releases (these, and FEM's and DQRS's query releases below) are each charged to
+the filter (and so written to the ledger, which the filter saves) *before* the data is read and
+before any randomness is drawn:
 
 * :meth:`Curator.measure` — a marginal plus exact discrete Gaussian noise (float Gaussian
   noise only when asked, or for weighted records);
 * :meth:`Curator.select` — the exact exponential mechanism over AIM-style L1 quality scores,
-  computed exactly on a fixed-point grid.
+  computed exactly on a fixed-point grid;
+* :meth:`Curator.measure_soft_count` — a smoothed threshold count (values in [0, 1] a record)
+  plus exact discrete Gaussian noise.
 
 Nothing else returns a value that depends on the records: no record count, no exact marginal.
 The domain is public. Conventions: neighbouring datasets differ by adding or removing one
@@ -40,12 +43,24 @@ from dpcore.accounting.noise import (
 from dpcore.dataset import Dataset
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
-__all__ = ["Curator", "SCORE_GRID"]
+__all__ = ["Curator", "SCORE_GRID", "SOFT_COUNT_GRID"]
 
 #: Public selection inputs (reference vectors, weights, penalties) are rounded to multiples of
 #: 1/SCORE_GRID before scoring, so quality scores are exact rationals (see Curator.select).
 SCORE_GRID = 2 ** 20
 _SCORE_LIMIT = 2 ** 40  # |public value| and |cell| below this keep grid integers < 2^60
+#: A record's soft-count value is rounded to a multiple of 1/SOFT_COUNT_GRID, so the sum is an
+#: exact integer in those units (exact discrete Gaussian noise; Curator.measure_soft_count).
+SOFT_COUNT_GRID = 2 ** 20
+
+
+def _finite(name: str, value, limit) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.floating, np.integer)):
+        raise DpcoreTypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or abs(value) >= limit:
+        raise InvalidArgumentError(f"{name} must be finite and below {limit:.3g} in magnitude, got {value}")
+    return value
 
 
 def _positive_finite(name: str, value) -> float:
@@ -109,6 +124,13 @@ class Curator:
     def privacy_filter(self):
         """The filter every release is charged to (budget and spend are public)."""
         return self._filter
+
+    @property
+    def holds_records(self) -> bool:
+        """Whether the records themselves are here (the in-memory engine), so releases that
+        read records (:meth:`measure_soft_count`) work; the stream and Dask engines hold
+        counted marginals only. Public: it describes the engine, not the data."""
+        return hasattr(self.__dataset, "soft_count")
 
     @property
     def reads(self) -> int:
@@ -190,6 +212,56 @@ class Curator:
         if discrete:
             return true + discrete_gaussian_noise(sigma, true.size, self._exact_rng).astype(np.float64)
         return true + gaussian_noise(sigma, true.size, self._rng)
+
+    def measure_soft_count(self, scores: Mapping[str, Sequence[float]], threshold, sigma, *,
+                           sharpness=5.0) -> float:
+        """Noisy soft count: sum over records x of sigmoid(sharpness (sum_a scores[a][x_a] -
+        threshold)) plus noise, sigmoid(t) = 1 / (1 + e^-t): a smoothed count of the records
+        whose score, a public per-value score summed over the attributes of ``scores``, is
+        above ``threshold`` (PrivPGD's protected statistic, Donhauser et al. 2024 Sec. 4.4 and
+        App. B, with s = ``sharpness``). ``scores[a]`` holds one value per code of ``a``
+        (|value| < 2^40); attributes not named add nothing.
+
+        Privacy: every record adds a value in [0, 1], rounded to the nearest multiple of
+        1/SOFT_COUNT_GRID (still in [0, 1]; a weighted record its weight w <= 1 times it), so
+        adding or removing one record moves the sum by at most 1: L2 sensitivity 1, charged
+        as ``GaussianEvent(sigma, 1)`` first. The sum is an exact integer in units of 1/G
+        (G = SOFT_COUNT_GRID) with sensitivity G there; it gets the exact discrete Gaussian of
+        parameter sigma G, costing G^2 / (2 s^2) <= 1 / (2 sigma^2) (CKS 2020 Thm. 4;
+        proofs/soft_count.py). It reads records, so a curator over counted marginals (the
+        stream and Dask engines) refuses it before charging.
+        """
+        if not isinstance(scores, Mapping) or not scores:
+            raise DpcoreTypeError("scores must be a non-empty mapping of attribute -> per-code scores")
+        clique = self._clique(tuple(scores), "scores")
+        tables = [None] * len(self._domain)
+        for attr in clique:
+            size = self._domain[attr]
+            try:
+                table = np.asarray(scores[attr], dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgumentError(f"scores[{attr!r}] must be {size} real numbers") from exc
+            if table.shape != (size,) or not np.all(np.isfinite(table)) or (
+                    table.size and np.abs(table).max() >= _SCORE_LIMIT):
+                raise InvalidArgumentError(f"scores[{attr!r}] must be {size} finite numbers "
+                                           f"(one per code) below 2^40 in magnitude")
+            codes = self.__maps.get(attr)     # a compressed view: scores of the merged codes
+            tables[self._domain.attrs.index(attr)] = table if codes is None else table[codes]
+        threshold = _finite("threshold", threshold, _SCORE_LIMIT)
+        sharpness = _positive_finite("sharpness", sharpness)
+        if sharpness > SOFT_COUNT_GRID:
+            raise InvalidArgumentError(f"sharpness must be at most 2^20, got {sharpness}")
+        sigma = _positive_finite("sigma", sigma)
+        if not self.holds_records:
+            raise InvalidArgumentError(
+                "a soft count reads records, and this curator holds counted marginals only (the "
+                "stream and Dask engines): use the in-memory engine")
+        self._charge(GaussianEvent(sigma, 1), what={
+            "release": "soft_count", "attrs": list(clique), "threshold": threshold,
+            "sharpness": sharpness, "noise": "discrete_gaussian"})
+        total = self._read_soft_count(tables, threshold, sharpness)
+        noise = discrete_gaussian_noise(sigma * SOFT_COUNT_GRID, 1, self._exact_rng)
+        return float(Fraction(total + int(noise[0]), SOFT_COUNT_GRID))
 
     def select(self, candidates, reference, epsilon, *, weights=None, penalties=None,
                among=None) -> int:
@@ -563,6 +635,11 @@ class Curator:
             for clique, factor in zip(missing, self.__dataset.marginals(missing)):
                 self.__cache[clique] = self._coarsen(clique, factor.values)
         return [self.__cache[c] for c in cliques]
+
+    def _read_soft_count(self, tables, threshold, sharpness) -> int:
+        """THE sensitive read of :meth:`measure_soft_count`. Call only after a charge."""
+        self._reads += 1
+        return int(self.__dataset.soft_count(tables, threshold, sharpness, SOFT_COUNT_GRID))
 
     def _coarsen(self, clique, values):
         values = np.asarray(values, dtype=np.float64)

@@ -67,6 +67,9 @@ def _parse_codes(text: pd.Series, name: str, path: str) -> np.ndarray:
     return numeric.to_numpy(dtype=np.int64)
 
 
+_SOFT_COUNT_ROWS = 1 << 20     # rows a block of Dataset.soft_count (bounded scratch memory)
+
+
 class Dataset:
     """Integer-coded records over ``domain`` and optional per-record ``weights``.
 
@@ -187,3 +190,27 @@ class Dataset:
         tables = _core.count_marginals(self._records, list(self._domain.shape), subsets,
                                        self._weights, names=list(self._domain.attrs))
         return [Factor(d, t) for d, t in zip(domains, tables)]
+
+    def soft_count(self, scores, threshold: float, sharpness: float, grid: int) -> int:
+        """The soft count on the integer grid: sum over records r of
+        ``rint(grid * w_r * sigmoid(sharpness * (score_r - threshold)))``, an exact int, where
+        score_r = sum over attributes a of ``scores[a][x_ra]`` (``scores``: one float64 vector
+        per domain attribute in domain order, or None for an attribute that adds nothing) and
+        w_r the record's weight (1 without weights). Each record adds an integer in
+        [0, grid] (clipped: the curator's sensitivity argument rests on it). Callers keep
+        the scores, threshold and sharpness finite and small enough that no sum overflows."""
+        from scipy.special import expit
+
+        records, weights = self._records, self._weights
+        total = 0
+        for start in range(0, len(records), _SOFT_COUNT_ROWS):
+            block = records[start:start + _SOFT_COUNT_ROWS]
+            score = np.zeros(len(block))
+            for axis, table in enumerate(scores):
+                if table is not None:
+                    score += table[block[:, axis]]
+            value = expit(sharpness * (score - threshold))
+            if weights is not None:
+                value *= weights[start:start + _SOFT_COUNT_ROWS]
+            total += int(np.clip(np.rint(value * grid), 0, grid).astype(np.int64).sum())
+        return total

@@ -44,6 +44,10 @@ class TrackedDataset(Dataset):
         self._guard()
         return super().__len__()
 
+    def soft_count(self, *args, **kwargs):
+        self._guard()
+        return super().soft_count(*args, **kwargs)
+
 
 class AuditedCurator(Curator):
     """Counts sensitive reads; fails if one was not preceded by a fresh charge. Compressed
@@ -61,13 +65,19 @@ class AuditedCurator(Curator):
         return self.state["reads"]
 
     def _read(self, cliques):
+        return self._audited(super()._read, cliques)
+
+    def _read_soft_count(self, *args):
+        return self._audited(super()._read_soft_count, *args)
+
+    def _audited(self, read, *args):
         spent = Fraction(self.privacy_filter.spent)
         assert spent > self.state["last"], "sensitive read without a new charge"
         self.state["last"] = spent
         self.state["reads"] += 1
         self.state["inside"] = True
         try:
-            return super()._read(cliques)
+            return read(*args)
         finally:
             self.state["inside"] = False
 

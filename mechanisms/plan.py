@@ -375,11 +375,13 @@ PRIVPGD_MAX_WORK = 10 ** 12
 
 def plan_privpgd(domain, rho, *, workload="all-2way", particles=100_000, epochs=1000, lr=0.1,
                  projections=10, batch=5, keep=0.2, step_size=None, gamma=0.75,
-                 total_share=0.01, projection="consistent", rows=None, seed=None) -> Plan:
+                 total_share=0.01, projection="consistent", protect=None, rows=None,
+                 seed=None) -> Plan:
     """PrivPGD (``mechanisms.privpgd.privpgd``), checked: at least one attribute pair, the
-    options' ranges, the particles' memory (4 m d + 40 m cells within the cell cap) and the
-    descent's work (epochs x pairs x projections x m <= ``PRIVPGD_MAX_WORK``)."""
-    from .privpgd import attribute_pairs, check_options
+    options' ranges, the protected query's (``check_protect``), the particles' memory
+    (4 m d + 40 m cells within the cell cap) and the descent's work (epochs x pairs x
+    projections x m <= ``PRIVPGD_MAX_WORK``)."""
+    from .privpgd import attribute_pairs, check_options, check_protect
     d, rho = len(domain), Fraction(rho)
     work = _workload(domain, workload)
     pairs = attribute_pairs(work)
@@ -388,6 +390,7 @@ def plan_privpgd(domain, rho, *, workload="all-2way", particles=100_000, epochs=
                                    "and the workload a marginal of >= 2 of them")
     options = check_options(particles, epochs, lr, projections, batch, keep, step_size, gamma,
                             total_share, projection)
+    options["protect"] = check_protect(protect, domain, options["total_share"])
     m = options["particles"]
     cells = m * (4 * d + PRIVPGD_SCRATCH_CELLS)
     if cells > cell_cap():

@@ -52,13 +52,20 @@ Departures from the paper and its code, stated:
   eps 2.5: bench/results/privpgd.md).
 * Quantisation (eq. 6): the target is the projected table itself, matched through its quantile
   function (the limit of the paper's quantisation with m particles, without its sampling).
-* The domain regulariser R (Sec. 4.4) is not implemented.
+* The domain regulariser (Sec. 4.4, App. B) is :class:`ProtectedQuery`: its statistic is
+  measured by :meth:`dpcore.Curator.measure_soft_count` (sensitivity 1 under add/remove,
+  exact discrete Gaussian noise) and divided by the noisy count, where the paper divides by
+  the public n; its default budget share, 6%, is the zCDP share of App. B's (0.5, 2e-6) in
+  (2.5, 1e-5) (6.3%). The paper's code scales both gradients by 100; only their ratio
+  matters to Adam, so the loss here is eq. 7 as written, SW2^2 + lambda R.
 """
 from __future__ import annotations
 
 import itertools
 import math
 import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -72,9 +79,61 @@ from .consistency import project_simplex as _project_simplex
 from .fem import MixtureModel
 from .result import MechanismResult, RoundRecord, Timer
 
-__all__ = ["PROJECTIONS", "privpgd", "project_simplex", "attribute_pairs"]
+__all__ = ["PROJECTIONS", "ProtectedQuery", "privpgd", "project_simplex", "attribute_pairs"]
 
 PROJECTIONS = ("consistent", "simplex", "clip")
+
+# App. B, eq. 12: R(Z) = 0.01 / (0.0001 + (q(Z) - q_hat)^2)
+_REG_SCALE, _REG_OFFSET = 0.01, 1e-4
+
+
+@dataclass(frozen=True)
+class ProtectedQuery:
+    """A statistic the synthetic data should *not* reproduce (Sec. 4.4, App. B): the smoothed
+    threshold query q(Z) = mean over particles of sigmoid(sharpness (<theta, Z_i> - threshold))
+    in the embedding space (a record x sits at ((x_a + 1/2) / k_a)_a, eq. 4), with
+    theta_a = ``weights[a]`` (attributes not named: 0). The run measures the data's value with
+    ``share`` of the budget (:meth:`dpcore.Curator.measure_soft_count`, then divided by the
+    noisy count) and the descent adds ``strength`` (the paper's lambda, 1e-2 to 10 in its
+    Fig. 3) times R(Z) = 0.01 / (1e-4 + (q(Z) - q_hat)^2) (eq. 12), which pushes q on the
+    particles away from the estimate q_hat. ``sharpness`` is the paper's s = 5."""
+    weights: Mapping[str, float]
+    threshold: float
+    strength: float = 1.0
+    sharpness: float = 5.0
+    share: float = 0.06
+
+    @classmethod
+    def of(cls, spec) -> ProtectedQuery:
+        """``spec`` as a ProtectedQuery: itself, or a mapping of its fields (a JSON file's)."""
+        if isinstance(spec, cls):
+            return spec
+        if not isinstance(spec, Mapping):
+            raise InvalidArgumentError(f"protect must be a ProtectedQuery or a mapping of its "
+                                       f"fields, got {type(spec).__name__}")
+        fields = ("weights", "threshold", "strength", "sharpness", "share")
+        unknown = sorted(set(map(str, spec)) - set(fields))
+        if unknown or "weights" not in spec or "threshold" not in spec:
+            raise InvalidArgumentError(f"protect takes the keys {', '.join(fields)} (weights and "
+                                       f"threshold required), got {sorted(map(str, spec))}")
+        return cls(**{k: spec[k] for k in fields if k in spec})
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "weights": dict(self.weights)}
+
+    def embedded_scores(self, domain) -> dict:
+        """Per-code scores theta_a (c + 1/2) / k_a of the named attributes (the curator's form)."""
+        return {a: w * (np.arange(domain[a]) + 0.5) / domain[a] for a, w in self.weights.items()}
+
+    def value(self, x: np.ndarray, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """q on particles ``x`` (m x d) and the per-particle sigmoids, for ``theta`` over the
+        columns."""
+        from scipy.special import expit
+        u = np.zeros(len(x))
+        for c in np.flatnonzero(theta):
+            u += theta[c] * x[:, c]
+        sig = expit(self.sharpness * (u - self.threshold))
+        return float(sig.mean()) if len(x) else 0.0, sig
 
 
 def attribute_pairs(workload) -> list[tuple[str, str]]:
@@ -105,12 +164,13 @@ def _project(noisy: np.ndarray, total: float, method: str) -> np.ndarray:
 def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, lr: float = 0.1,
             projections: int = 10, batch: int = 5, keep: float = 0.2, step_size: int | None = None,
             gamma: float = 0.75, total_share: float = 0.01, projection: str = "consistent",
-            synthetic_rows: int | None = None, seed=None, callback=None,
+            protect=None, synthetic_rows: int | None = None, seed=None, callback=None,
             progress=None, threads: int = 0, discrete: bool | None = None) -> MechanismResult:
     """Run PrivPGD on ``curator`` (module docstring), spending its whole remaining budget.
 
     ``workload``: a workload spec ("all-2way") or (clique, weight) pairs; its attribute pairs
-    are measured (``mechanisms.plan.plan_privpgd`` checks the options before any charge). ``progress``: a callable ``(epoch, epochs, loss)`` called after
+    are measured. ``protect``: an optional :class:`ProtectedQuery` (or a mapping of its
+    fields), measured after the count with its share of the budget (``mechanisms.plan.plan_privpgd`` checks the options before any charge). ``progress``: a callable ``(epoch, epochs, loss)`` called after
     every epoch (the synthesizer drives a tqdm bar with it). ``discrete`` goes to
     :meth:`Curator.measure` (None: the exact discrete Gaussian for counts). Returns the snapped particles as a
     :class:`mechanisms.fem.MixtureModel` (uniform over the m synthetic records); the synthetic
@@ -127,13 +187,19 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     plan = plan_privpgd(domain, rho, workload=workload, particles=particles, epochs=epochs,
                         lr=lr, projections=projections, batch=batch, keep=keep,
                         step_size=step_size, gamma=gamma, total_share=total_share,
-                        projection=projection, rows=synthetic_rows, seed=None)
+                        projection=projection, protect=protect, rows=synthetic_rows,
+                        seed=None)
+    protect = plan.options["protect"]
+    if protect is not None and not curator.holds_records:
+        raise InvalidArgumentError("protect measures a statistic of the records, which this "
+                                   "curator does not hold (the stream and Dask engines count "
+                                   "marginals only): use the in-memory engine")
     pairs = attribute_pairs(plan.options["workload"])
     rng = np.random.default_rng(seed)
     records: list[RoundRecord] = []
 
-    def log(clique, sigma, spent, start):
-        record = RoundRecord(len(records), "measure", tuple(clique), sigma, None, 1.0, 0,
+    def log(clique, sigma, spent, start, kind="measure"):
+        record = RoundRecord(len(records), kind, tuple(clique), sigma, None, 1.0, 0,
                              Fraction(spent), time.perf_counter() - start)
         records.append(record)
         if callback is not None:
@@ -146,7 +212,19 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     before = curator.privacy_filter.spent
     total = max(1.0, float(np.sum(curator.measure((smallest,), sigma, discrete=discrete))))
     log((smallest,), sigma, curator.privacy_filter.spent - before, start)
-    end = Fraction(curator.privacy_filter.spent) + (rho - rho * Fraction(total_share))
+    pairs_budget = rho - rho * Fraction(total_share)
+    target = None
+    if protect is not None:     # the protected statistic's estimate, q_hat (App. B)
+        start = time.perf_counter()
+        sigma = gaussian_sigma(rho * Fraction(protect.share))
+        before = curator.privacy_filter.spent
+        noisy = curator.measure_soft_count(protect.embedded_scores(domain), protect.threshold,
+                                           sigma, sharpness=protect.sharpness)
+        target = min(1.0, max(0.0, noisy / total))
+        log(tuple(protect.weights), sigma, curator.privacy_filter.spent - before, start,
+            kind="soft_count")
+        pairs_budget -= rho * Fraction(protect.share)
+    end = Fraction(curator.privacy_filter.spent) + pairs_budget
     noisy, sigmas = [], []
     for i, pair in enumerate(pairs):
         start = time.perf_counter()
@@ -172,10 +250,14 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     timer.add("project", time.perf_counter() - start)
 
     start = time.perf_counter()
+    regulariser = None
+    if protect is not None:
+        theta = np.array([float(protect.weights.get(a, 0.0)) for a in domain.attrs])
+        regulariser = (protect, theta, target)
     x, losses = descend(tables, cols, len(domain), rng, particles=particles, epochs=epochs,
                         lr=lr, projections=projections, batch=batch, keep=keep,
                         step_size=plan.options["step_size"], gamma=gamma, progress=progress,
-                        threads=threads)
+                        threads=threads, regulariser=regulariser)
     timer.add("optimise", time.perf_counter() - start)
 
     start = time.perf_counter()
@@ -190,18 +272,24 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     pick = pick[rng.permutation(rows)]
     synthetic = Dataset(codes[pick], domain)
     timer.add("generate", time.perf_counter() - start)
+    extras = {"pairs": tuple(pairs), "total": total, "retired_rho": retired,
+              "losses": tuple(losses), "tables": tuple(tables)}
+    if protect is not None:     # q_hat, and q on the snapped records (cell centres)
+        centres = (codes + 0.5) / np.array(domain.shape)
+        extras["protected"] = {"estimate": target,
+                               "synthetic": protect.value(centres, regulariser[1])[0]}
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records),
-                           timer.done(), {"pairs": tuple(pairs), "total": total,
-                                          "retired_rho": retired, "losses": tuple(losses),
-                                          "tables": tuple(tables)})
+                           timer.done(), extras)
 
 
 def descend(tables, cols, d, rng, *, particles, epochs, lr, projections, batch, keep,
-            step_size, gamma, progress=None, threads=0):
+            step_size, gamma, progress=None, threads=0, regulariser=None):
     """The optimisation step (Alg. 3 lines 2-7), post-processing only: ``particles`` points
     start uniform in [0, 1]^d and descend the sum of SW2^2 to the 2-D ``tables`` (probability
-    tables on the grids of columns ``cols``). Returns ``(x, losses)``, x in Fortran order.
-    Separate from :func:`privpgd` so that diagnostics can feed it any tables (bench/)."""
+    tables on the grids of columns ``cols``), plus lambda R of ``regulariser`` =
+    (ProtectedQuery, theta over the d columns, q_hat) at every step (eq. 7). Returns
+    ``(x, losses)``, x in Fortran order. Separate from :func:`privpgd` so that diagnostics
+    can feed it any tables (bench/)."""
     x = np.asfortranarray(rng.random((int(particles), int(d))))
     grad, avg, sq = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x)
     adam_seed = int(rng.integers(2 ** 63))
@@ -218,7 +306,11 @@ def descend(tables, cols, d, rng, *, particles, epochs, lr, projections, batch, 
                                              [tables[t] for t in chosen], directions,
                                              grad=grad, threads=threads)
             step += 1
-            touched = sorted({c for t in chosen for c in cols[t]})
+            touched = {c for t in chosen for c in cols[t]}
+            if regulariser is not None:
+                loss += add_regulariser_gradient(x, grad, *regulariser)
+                touched.update(np.flatnonzero(regulariser[1]).tolist())
+            touched = sorted(touched)
             # eps 1e-10: the paper's code scales the loss by 100 with Adam's eps 1e-8
             _core.particle_adam_step(x, grad, avg, sq, touched, step, learning_rate=rate,
                                      eps=1e-10, keep=float(keep), seed=adam_seed,
@@ -227,6 +319,56 @@ def descend(tables, cols, d, rng, *, particles, epochs, lr, projections, batch, 
         if progress is not None:
             progress(epoch + 1, int(epochs), loss)
     return x, losses
+
+
+def add_regulariser_gradient(x, grad, protect, theta, target) -> float:
+    """Adds the gradient of lambda R(x) (eq. 12) to ``grad`` in theta's columns; returns
+    lambda R. R = a / (c + D^2), D = q(x) - q_hat, q the mean of sigmoid(s (<theta, x_i> - b)):
+    dR/dx_i = -2 a D / (c + D^2)^2 * s sigma_i (1 - sigma_i) / m * theta."""
+    q, sig = protect.value(x, theta)
+    gap = q - target
+    scale = _REG_OFFSET + gap * gap
+    factor = -protect.strength * _REG_SCALE * 2.0 * gap / (scale * scale) * protect.sharpness / len(x)
+    g = factor * sig * (1.0 - sig)
+    for c in np.flatnonzero(theta):
+        grad[:, c] += theta[c] * g
+    return protect.strength * _REG_SCALE / scale
+
+
+def check_protect(protect, domain, total_share: float):
+    """``protect`` (None, a ProtectedQuery or a mapping of its fields) checked against the
+    domain: named attributes, finite weights (one non-zero), ranges, and a share that leaves
+    budget for the pairs."""
+    if protect is None:
+        return None
+    protect = ProtectedQuery.of(protect)
+    weights = protect.weights
+    if not isinstance(weights, Mapping) or not weights:
+        raise InvalidArgumentError("protect.weights must map attribute names to numbers")
+    unknown = [a for a in weights if a not in domain]
+    if unknown:
+        raise InvalidArgumentError(f"protect.weights names attributes not in the schema: {unknown[:5]}")
+
+    def number(name, value, low, high, open_low=True):
+        ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.floating, np.integer))
+              and math.isfinite(float(value))
+              and (low < float(value) if open_low else low <= float(value)) and float(value) <= high)
+        if not ok:
+            raise InvalidArgumentError(f"protect.{name} must be a number in {'(' if open_low else '['}"
+                                       f"{low:g}, {high:g}], got {value!r}")
+        return float(value)
+
+    clean = {a: number(f"weights[{a!r}]", w, -2.0 ** 30, 2.0 ** 30, open_low=False)
+             for a, w in weights.items()}
+    if not any(clean.values()):
+        raise InvalidArgumentError("protect.weights must have a non-zero weight")
+    share = number("share", protect.share, 0.0, 1.0)
+    if share + total_share >= 1.0:
+        raise InvalidArgumentError(f"protect.share + total_share must leave budget for the pairs "
+                                   f"(< 1), got {share} + {total_share}")
+    return ProtectedQuery(clean, number("threshold", protect.threshold, -2.0 ** 30, 2.0 ** 30, False),
+                          number("strength", protect.strength, 0.0, 1e6, open_low=False),
+                          number("sharpness", protect.sharpness, 0.0, 2.0 ** 20), share)
 
 
 def check_options(particles, epochs, lr, projections, batch, keep, step_size, gamma,

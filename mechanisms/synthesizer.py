@@ -1024,7 +1024,10 @@ class PrivPGD(Synthesizer):
     learning rate x 0.75 every ``step_size`` epochs; default ``epochs // 20``: the paper's 50
     at its 1000 epochs, the same 20 decays on shorter runs). ``projection``: "consistent"
     (default: shared attributes made to agree, then the simplex), "simplex" or "clip".
-    ``total_share``: the share of the budget on the noisy record count.
+    ``total_share``: the share of the budget on the noisy record count. ``protect``: a
+    statistic the synthetic data should not reproduce (the paper's domain regulariser,
+    ``mechanisms.privpgd.ProtectedQuery`` or a mapping of its fields: ``weights``,
+    ``threshold``, ``strength``, ``sharpness``, ``share``; needs the in-memory engine).
     """
 
     name = "privpgd"
@@ -1033,22 +1036,28 @@ class PrivPGD(Synthesizer):
                  workload: WorkloadSpec = "all-2way", particles: int = 100_000,
                  epochs: int = 1000, lr: float = 0.1, projections: int = 10, batch: int = 5,
                  keep: float = 0.2, step_size: int | None = None, gamma: float = 0.75,
-                 total_share: float = 0.01, projection: str = "consistent", **kwargs: Any) -> None:
+                 total_share: float = 0.01, projection: str = "consistent", protect: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
         self.workload, self.particles, self.epochs, self.lr = workload, particles, epochs, lr
         self.projections, self.batch, self.keep = projections, batch, keep
         self.step_size, self.gamma = step_size, gamma
-        self.total_share, self.projection = total_share, projection
+        self.total_share, self.projection, self.protect = total_share, projection, protect
 
     def _options(self) -> dict[str, Any]:
         return {"particles": self.particles, "epochs": self.epochs, "lr": self.lr,
                 "projections": self.projections, "batch": self.batch, "keep": self.keep,
                 "step_size": self.step_size, "gamma": self.gamma,
-                "total_share": self.total_share, "projection": self.projection}
+                "total_share": self.total_share, "projection": self.projection,
+                "protect": self.protect}
 
     def _parameters(self) -> dict[str, Any]:
+        from .privpgd import ProtectedQuery
         spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
-        return {**super()._parameters(), "workload": spec, **self._options()}
+        options = self._options()
+        if options["protect"] is not None:      # the ledger's run opening: plain JSON
+            options["protect"] = ProtectedQuery.of(options["protect"]).to_dict()
+        return {**super()._parameters(), "workload": spec, **options}
 
     def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
         from .plan import plan_privpgd

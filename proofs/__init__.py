@@ -41,6 +41,7 @@ MODULES = (
     "dqrs_rejection",
     "structural_constraints",
     "privpgd_budget",
+    "soft_count",
 )
 
 

@@ -8,7 +8,8 @@ check. What the auditor was promised comes from the auditor (``epsilon``, ``delt
 the file; without them the file's own (epsilon, delta) is used, and the report says so.
 
 Every charge is checked against what it released (``what``): a marginal of records has L2
-sensitivity 1 (the curator charges one marginal an entry); a selection's sensitivity is the one
+sensitivity 1 (the curator charges one marginal an entry), and so has a soft count (values in
+[0, 1] a record, always with the exact discrete noise); a selection's sensitivity is the one
 it states; an event whose cost cannot be re-derived (a raw ``ZCDPEvent``) is accepted only where
 nothing is released (``"release": "none"`` with a reason and nothing else). Marginal attributes
 must exist in the domain the run's opening entry recorded. A run with a fixed seed fails
@@ -51,6 +52,7 @@ _RELEASES = {
     "selection": ("ExponentialEvent",),      # proofs/exponential_mechanism.py
     "none": ("ZCDPEvent",),                  # releases nothing: retired budget
     "rejection": ("SelfComposedEvent",),     # DQRS's keep flags, proofs/dqrs_rejection.py
+    "soft_count": ("GaussianEvent",),        # values in [0, 1] a record, proofs/soft_count.py
 }
 
 
@@ -551,17 +553,33 @@ def _check_release(where, event, what, run, reasons):
         reasons.append(f"{where}: a {release} release must be charged as {' or '.join(allowed)}, "
                        f"not {str(event.get('type'))[:40]}")
         return
-    if release == "marginal":
+    if release in ("marginal", "soft_count"):
         attrs = what.get("attrs")
         if not isinstance(attrs, list) or not attrs or not all(isinstance(a, str) for a in attrs) \
                 or len(set(attrs)) != len(attrs):
-            reasons.append(f"{where}: a marginal names a non-empty list of distinct attributes")
+            reasons.append(f"{where}: a {release} names a non-empty list of distinct attributes")
             return
         domain = None if run is None else run.get("_domain")
         if domain is not None:
             unknown = [a for a in attrs if a not in domain]
             if unknown:
                 reasons.append(f"{where}: attributes {unknown[:3]} are not in the run's domain")
+    if release == "soft_count":
+        # each record adds a value in [0, 1] (the curator rounds and clips it): sensitivity 1,
+        # and only the exact discrete noise is ever used for it
+        sens = _parse_number(f"{where}.event.sensitivity", event["sensitivity"])
+        if sens != 1:
+            reasons.append(f"{where}: a soft count has L2 sensitivity 1, the event states "
+                           f"{_show(sens)}")
+        if what.get("noise") != "discrete_gaussian":
+            reasons.append(f"{where}: a soft count's noise is discrete_gaussian, not "
+                           f"{str(what.get('noise'))[:40]!r}")
+        for name in ("threshold", "sharpness"):
+            value = what.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value):
+                reasons.append(f"{where}: a soft count states its {name} (a finite number)")
+    elif release == "marginal":
         if what.get("noise") not in (None, "gaussian", "discrete_gaussian"):
             reasons.append(f"{where}: unknown noise {str(what.get('noise'))[:40]!r}")
         sens = _parse_number(f"{where}.event.sensitivity", event["sensitivity"])

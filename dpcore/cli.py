@@ -312,11 +312,15 @@ def _synth(args: argparse.Namespace) -> int:
         options.update(workload=args.workload)
         options.update({k: v for k, v in (("particles", args.particles), ("epochs", args.epochs),
                                           ("lr", args.lr)) if v is not None})
+        if args.protect is not None:
+            options["protect"] = _read_protect(args.protect)
     elif args.workload != "all-3way" or args.max_model_size is not None or args.rounds:
         raise CliError(f"--workload, --max-model-size and --rounds apply to the workload "
                        f"mechanisms, not {args.mechanism}")
-    if args.mechanism != "privpgd" and (args.particles, args.epochs, args.lr) != (None,) * 3:
-        raise CliError(f"--particles, --epochs and --lr apply to privpgd, not {args.mechanism}")
+    if args.mechanism != "privpgd" and (args.particles, args.epochs, args.lr,
+                                        args.protect) != (None,) * 4:
+        raise CliError(f"--particles, --epochs, --lr and --protect apply to privpgd, not "
+                       f"{args.mechanism}")
     if (args.public is not None) != (args.mechanism in PUBLIC_MECHANISMS):
         raise CliError("--public PUBLIC.csv is required by --mechanism nist-mst (its public "
                        "provisional data) and gem-pub (its pretraining table), and applies to "
@@ -486,6 +490,21 @@ def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: An
         _close_client(client, args)
         return None
     return client
+
+
+def _read_protect(path: str) -> dict:
+    """--protect FILE: a JSON object of mechanisms.privpgd.ProtectedQuery's fields (checked
+    with the plan, before any charge)."""
+    import json
+    try:
+        with open(path, encoding="utf-8") as fh:
+            spec = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CliError(f"--protect {path!r}: cannot read a JSON object ({exc})") from exc
+    if not isinstance(spec, dict):
+        raise CliError(f"--protect {path!r}: must hold a JSON object (weights, threshold, ...), "
+                       f"got {type(spec).__name__}")
+    return spec
 
 
 def _read_public(path: str, sep: str) -> Any:
@@ -911,6 +930,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--particles", type=int, help="privpgd: particles m (default 100000)")
     s.add_argument("--epochs", type=int, help="privpgd: epochs (default 1000)")
     s.add_argument("--lr", type=float, help="privpgd: initial learning rate (default 0.1)")
+    s.add_argument("--protect", metavar="FILE", help="privpgd: a statistic the synthetic data "
+                   "must not reproduce (the paper's Sec. 4.4 regulariser), a JSON object "
+                   '{"weights": {column: theta}, "threshold": b, "strength": lambda, '
+                   '"sharpness": s, "share": budget share}; in-memory engine only')
     s.add_argument("--delimiter", default=",", help="CSV delimiter")
     s.add_argument("--engine", choices=("auto", "memory", "stream", "dask"), default="auto",
                    help="auto (default): stream when the mechanism can, else memory; "

@@ -56,8 +56,8 @@ Departures from the paper and its code, stated:
   measured by :meth:`dpcore.Curator.measure_soft_count` (sensitivity 1 under add/remove,
   exact discrete Gaussian noise) and divided by the noisy count, where the paper divides by
   the public n; its default budget share, 6%, is the zCDP share of App. B's (0.5, 2e-6) in
-  (2.5, 1e-5) (6.3%). The paper's code scales both gradients by 100; only their ratio
-  matters to Adam, so the loss here is eq. 7 as written, SW2^2 + lambda R.
+  (2.5, 1e-5) (6.3%). The loss is eq. 7 with the regulariser's weight of the authors' code:
+  SW2^2 + (lambda / m) R in our mean form (:class:`ProtectedQuery`).
 """
 from __future__ import annotations
 
@@ -94,9 +94,14 @@ class ProtectedQuery:
     in the embedding space (a record x sits at ((x_a + 1/2) / k_a)_a, eq. 4), with
     theta_a = ``weights[a]`` (attributes not named: 0). The run measures the data's value with
     ``share`` of the budget (:meth:`dpcore.Curator.measure_soft_count`, then divided by the
-    noisy count) and the descent adds ``strength`` (the paper's lambda, 1e-2 to 10 in its
+    noisy count) and the descent adds the paper's lambda = ``strength`` (1e-2 to 10 in its
     Fig. 3) times R(Z) = 0.01 / (1e-4 + (q(Z) - q_hat)^2) (eq. 12), which pushes q on the
-    particles away from the estimate q_hat. ``sharpness`` is the paper's s = 5."""
+    particles away from the estimate q_hat. ``sharpness`` is the paper's s = 5. Scale, as in
+    the authors' code: its SW2^2 gradient is that of the particles' *sum* (not divided by m)
+    while R's is of q, a mean; so in eq. 7's per-particle mean form, which our kernel
+    computes, the regulariser's weight is lambda / m, and a lambda means what it means in
+    Fig. 3 (lambda R unscaled would swamp the marginals: at m = 10k, lambda = 0.01 tripled the
+    2-way error)."""
     weights: Mapping[str, float]
     threshold: float
     strength: float = 1.0
@@ -322,17 +327,20 @@ def descend(tables, cols, d, rng, *, particles, epochs, lr, projections, batch, 
 
 
 def add_regulariser_gradient(x, grad, protect, theta, target) -> float:
-    """Adds the gradient of lambda R(x) (eq. 12) to ``grad`` in theta's columns; returns
-    lambda R. R = a / (c + D^2), D = q(x) - q_hat, q the mean of sigmoid(s (<theta, x_i> - b)):
+    """Adds the gradient of (lambda / m) R(x) (eq. 12; the weight the authors' code gives it,
+    see :class:`ProtectedQuery`) to ``grad`` in theta's columns and returns (lambda / m) R.
+    R = a / (c + D^2), D = q(x) - q_hat, q the mean of sigmoid(s (<theta, x_i> - b)):
     dR/dx_i = -2 a D / (c + D^2)^2 * s sigma_i (1 - sigma_i) / m * theta."""
+    m = len(x)
     q, sig = protect.value(x, theta)
     gap = q - target
     scale = _REG_OFFSET + gap * gap
-    factor = -protect.strength * _REG_SCALE * 2.0 * gap / (scale * scale) * protect.sharpness / len(x)
+    weight = protect.strength / m
+    factor = -weight * _REG_SCALE * 2.0 * gap / (scale * scale) * protect.sharpness / m
     g = factor * sig * (1.0 - sig)
     for c in np.flatnonzero(theta):
         grad[:, c] += theta[c] * g
-    return protect.strength * _REG_SCALE / scale
+    return weight * _REG_SCALE / scale
 
 
 def check_protect(protect, domain, total_share: float):

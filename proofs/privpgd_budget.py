@@ -5,7 +5,9 @@ pairs, pair i at sigma_i = sqrt(1 / (2 share_i)) with share_i = (what the pairs 
 add/remove neighbours each count marginal has L2 sensitivity 1; under the paper's substitution
 neighbours it has sqrt(2), so the same sigma costs 2 / (2 sigma^2): the run is 2 rho-zCDP for
 substitution neighbours, and the paper's calibration for substitution at budget rho uses
-sigma_sub = sqrt(2) sigma.
+sigma_sub = sqrt(2) sigma. With a protected statistic (ProtectedQuery, share p), the soft
+count takes p rho after the count (Curator.measure_soft_count, sensitivity 1:
+proofs/soft_count.py) and the pairs share (1 - s - p) rho the same way; the total is rho.
 
 Preconditions: P >= 1 attribute pairs, 0 < s < 1 (the planner checks both); counts without
 record weights (each record adds 1 to one cell of each marginal).
@@ -44,6 +46,13 @@ def check() -> None:
     for share in shares:
         assert_equal(share, (1 - s) * rho / P, "equal pair shares")
     assert_equal(count + sum(shares), rho, "total")
+    p = sp.Symbol("p", positive=True)       # the protected statistic's share
+    left = (1 - s - p) * rho
+    protected = []
+    for i in range(P):
+        protected.append(left / (P - i))
+        left = left - protected[-1]
+    assert_equal(count + p * rho + sum(protected), rho, "total with a protected statistic")
     sigma = sp.Symbol("sigma", positive=True)
     add_remove = 1 ** 2 / (2 * sigma ** 2)
     substitution = sp.sqrt(1 ** 2 + 1 ** 2) ** 2 / (2 * sigma ** 2)
@@ -52,11 +61,16 @@ def check() -> None:
 
     from dpcore.accounting import GaussianEvent, ZCDPAccountant, gaussian_sigma
     acc = ZCDPAccountant()
-    for budget, pairs, share in [(Fraction(1, 100), 91, Fraction(1, 100)),
-                                 (Fraction(7, 3), 1, Fraction(1, 2)), (0.0243559703595, 36, 0.05)]:
+    for budget, pairs, share, protect in [(Fraction(1, 100), 91, Fraction(1, 100), 0),
+                                          (Fraction(7, 3), 1, Fraction(1, 2), 0),
+                                          (0.0243559703595, 36, 0.05, 0),
+                                          (Fraction(1, 7), 91, Fraction(1, 100), 0.06),
+                                          (2.5, 3, 0.3, 0.6)]:
         b, total = Fraction(budget), Fraction(0)
         total += acc.rho(GaussianEvent(gaussian_sigma(b * Fraction(share))))
-        end = total + (b - b * Fraction(share))
+        if protect:         # the run's order: count, soft count, then the pairs
+            total += acc.rho(GaussianEvent(gaussian_sigma(b * Fraction(protect))))
+        end = total + (b - b * Fraction(share) - b * Fraction(protect))
         for i in range(pairs):
             total += acc.rho(GaussianEvent(gaussian_sigma((end - total) / (pairs - i))))
         assert total <= b

@@ -112,7 +112,7 @@ def test_a_strong_regulariser_moves_the_statistic_away_from_its_estimate():
     records = np.stack([rng.integers(0, k, 3000) for k in DOMAIN.shape], axis=1)
     records[:, 2] = np.minimum(records[:, 0] + rng.integers(0, 2, 3000), 4)   # some structure
     gaps = {}
-    for strength in (0.0, 5.0):
+    for strength in (0.0, 500.0):      # lambda / m = 0.25
         curator = AuditedCurator(TrackedDataset(records, DOMAIN),
                                  PrivacyFilter.from_approx_dp(20.0, 1e-6), seed=1)
         result = privpgd(curator, workload="all-2way", particles=2000, epochs=40, seed=2,
@@ -121,4 +121,4 @@ def test_a_strong_regulariser_moves_the_statistic_away_from_its_estimate():
         p = result.extras["protected"]
         gaps[strength] = abs(p["synthetic"] - p["estimate"])
     # unprotected, the particles reproduce the statistic; protected, it is pushed away
-    assert gaps[0.0] < 0.05 < 0.1 < gaps[5.0] and gaps[5.0] > 3 * gaps[0.0], gaps
+    assert gaps[0.0] < 0.05 < 0.1 < gaps[500.0] and gaps[500.0] > 3 * gaps[0.0], gaps

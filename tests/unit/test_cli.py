@@ -524,6 +524,33 @@ def test_privpgd_runs_verifies_and_refuses_what_it_cannot_afford(work, capsys):
         assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()
 
 
+def test_privpgd_protect_file_runs_verifies_and_bad_ones_are_refused_before_any_charge(work, capsys):
+    import json
+    spec = work / "protect.json"
+    spec.write_text(json.dumps({"weights": {"color": 1.0, "size": 0.5}, "threshold": 0.5,
+                                "strength": 2.0}))
+    argv = synth_args(work, **{"--mechanism": "privpgd", "--particles": "300", "--epochs": "3",
+                               "--protect": str(spec)})
+    code, err = run(argv, capsys)
+    assert code == 0, err
+    from dpcore.accounting.ledger import Ledger
+    ledger = Ledger.load(work / "ledger.json")
+    assert [e.what["release"] for e in ledger.entries if e.kind == "charge"].count("soft_count") == 1
+    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+    for path in ("ledger.json", "ledger.json.private", "out.csv"):
+        (work / path).unlink()
+    bad = work / "bad.json"
+    for text, expected in [("{not json", "cannot read a JSON object"), ("[1, 2]", "JSON object"),
+                           ('{"weights": {"nope": 1}, "threshold": 0}', "not in the schema"),
+                           ('{"weights": {"color": 1}, "threshold": 0, "lambda": 1}', "keys")]:
+        bad.write_text(text)
+        code, err = run(synth_args(work, **{"--mechanism": "privpgd", "--protect": str(bad)}), capsys)
+        assert code == 2 and expected in err, err
+        assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()
+    code, err = run(synth_args(work, **{"--protect": str(spec)}), capsys)     # mst
+    assert code == 2 and "apply to privpgd" in err
+
+
 # ------------------------------------------------------------------ session 13: what an output may be
 @pytest.mark.parametrize("flag", ["--out", "--result"])
 def test_no_output_replaces_the_ledgers_salt_file(work, capsys, flag):

@@ -231,6 +231,12 @@ class Curator:
         proofs/soft_count.py). It reads records, so a curator over counted marginals (the
         stream and Dask engines) refuses it before charging.
         """
+        # every public input is converted (the scalars first: a number's own conversion runs
+        # caller code) and the score tables copied before they are checked, so nothing the
+        # caller holds can change a checked value before the read
+        threshold = _finite("threshold", threshold, _SCORE_LIMIT)
+        sharpness = _positive_finite("sharpness", sharpness)
+        sigma = _positive_finite("sigma", sigma)
         if not isinstance(scores, Mapping) or not scores:
             raise DpcoreTypeError("scores must be a non-empty mapping of attribute -> per-code scores")
         clique = self._clique(tuple(scores), "scores")
@@ -238,7 +244,7 @@ class Curator:
         for attr in clique:
             size = self._domain[attr]
             try:
-                table = np.asarray(scores[attr], dtype=np.float64)
+                table = np.array(scores[attr], dtype=np.float64, copy=True)
             except (TypeError, ValueError) as exc:
                 raise InvalidArgumentError(f"scores[{attr!r}] must be {size} real numbers") from exc
             if table.shape != (size,) or not np.all(np.isfinite(table)) or (
@@ -247,11 +253,8 @@ class Curator:
                                            f"(one per code) below 2^40 in magnitude")
             codes = self.__maps.get(attr)     # a compressed view: scores of the merged codes
             tables[self._domain.attrs.index(attr)] = table if codes is None else table[codes]
-        threshold = _finite("threshold", threshold, _SCORE_LIMIT)
-        sharpness = _positive_finite("sharpness", sharpness)
         if sharpness > SOFT_COUNT_GRID:
             raise InvalidArgumentError(f"sharpness must be at most 2^20, got {sharpness}")
-        sigma = _positive_finite("sigma", sigma)
         if not self.holds_records:
             raise InvalidArgumentError(
                 "a soft count reads records, and this curator holds counted marginals only (the "

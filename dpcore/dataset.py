@@ -197,7 +197,8 @@ class Dataset:
         score_r = sum over attributes a of ``scores[a][x_ra]`` (``scores``: one float64 vector
         per domain attribute in domain order, or None for an attribute that adds nothing) and
         w_r the record's weight (1 without weights). Each record adds an integer in
-        [0, grid] (clipped: the curator's sensitivity argument rests on it). Callers keep
+        [0, grid] (a non-finite term counts 0, the rest is clipped: the curator's sensitivity
+        argument rests on it). Callers keep
         the scores, threshold and sharpness finite and small enough that no sum overflows."""
         from scipy.special import expit
 
@@ -212,5 +213,7 @@ class Dataset:
             value = expit(sharpness * (score - threshold))
             if weights is not None:
                 value *= weights[start:start + _SOFT_COUNT_ROWS]
+            # a NaN would pass the clip and cast to INT64_MIN: no term is outside [0, grid]
+            value = np.where(np.isfinite(value), value, 0.0)
             total += int(np.clip(np.rint(value * grid), 0, grid).astype(np.int64).sum())
         return total

@@ -381,6 +381,8 @@ def plan_privpgd(domain, rho, *, workload="all-2way", particles=100_000, epochs=
     options' ranges, the protected query's (``check_protect``), the particles' memory
     (4 m d + 40 m cells within the cell cap) and the descent's work (epochs x pairs x
     projections x m <= ``PRIVPGD_MAX_WORK``)."""
+    from dpcore.accounting.calibration import gaussian_sigma
+
     from .privpgd import attribute_pairs, check_options, check_protect
     d, rho = len(domain), Fraction(rho)
     work = _workload(domain, workload)
@@ -391,6 +393,18 @@ def plan_privpgd(domain, rho, *, workload="all-2way", particles=100_000, epochs=
     options = check_options(particles, epochs, lr, projections, batch, keep, step_size, gamma,
                             total_share, projection)
     options["protect"] = check_protect(protect, domain, options["total_share"])
+    # every share must buy a Gaussian sigma, checked here: the protected statistic's is
+    # charged after the count, so a share too small to calibrate would fail after a charge
+    shares = {"total_share": options["total_share"]}
+    if options["protect"] is not None:
+        shares["protect.share"] = options["protect"].share
+    pairs_share = (1 - sum(Fraction(v) for v in shares.values())) / len(pairs)
+    for name, share in {**shares, "the pairs' share": pairs_share}.items():
+        try:
+            gaussian_sigma(rho * Fraction(share))
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(f"{name} = {float(share):.3g} of rho = {float(rho):.3g} "
+                                       f"buys no Gaussian noise scale ({exc})") from exc
     m = options["particles"]
     cells = m * (4 * d + PRIVPGD_SCRATCH_CELLS)
     if cells > cell_cap():

@@ -55,8 +55,8 @@ Departures from the paper and its code, stated:
 * The domain regulariser (Sec. 4.4, App. B) is :class:`ProtectedQuery`: its statistic is
   measured by :meth:`dpcore.Curator.measure_soft_count` (sensitivity 1 under add/remove,
   exact discrete Gaussian noise) and divided by the noisy count, where the paper divides by
-  the public n; its default budget share, 6%, is the zCDP share of App. B's (0.5, 2e-6) in
-  (2.5, 1e-5) (6.3%). The loss is eq. 7 with the regulariser's weight of the authors' code:
+  the public n; its default budget share, 6%, keeps App. B's split in zCDP: its (0.5, 2e-6)
+  for the statistic is 6.3% of that plus its (2.0, 8e-6) for the marginals. The loss is eq. 7 with the regulariser's weight of the authors' code:
   SW2^2 + (lambda / m) R in our mean form (:class:`ProtectedQuery`).
 """
 from __future__ import annotations
@@ -124,7 +124,9 @@ class ProtectedQuery:
         return cls(**{k: spec[k] for k in fields if k in spec})
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "weights": dict(self.weights)}
+        """Plain JSON (the ledger's run opening): numbers as Python floats."""
+        plain = {k: float(v) for k, v in asdict(self).items() if k != "weights"}
+        return {"weights": {str(a): float(w) for a, w in self.weights.items()}, **plain}
 
     def embedded_scores(self, domain) -> dict:
         """Per-code scores theta_a (c + 1/2) / k_a of the named attributes (the curator's form)."""
@@ -214,6 +216,8 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     start = time.perf_counter()
     smallest = min(domain.attrs, key=lambda a: domain[a])
     sigma = gaussian_sigma(rho * Fraction(total_share))
+    # before the first charge: the soft count's noise (the planner checked it can be had)
+    protect_sigma = None if protect is None else gaussian_sigma(rho * Fraction(protect.share))
     before = curator.privacy_filter.spent
     total = max(1.0, float(np.sum(curator.measure((smallest,), sigma, discrete=discrete))))
     log((smallest,), sigma, curator.privacy_filter.spent - before, start)
@@ -221,12 +225,11 @@ def privpgd(curator, *, workload, particles: int = 100_000, epochs: int = 1000, 
     target = None
     if protect is not None:     # the protected statistic's estimate, q_hat (App. B)
         start = time.perf_counter()
-        sigma = gaussian_sigma(rho * Fraction(protect.share))
         before = curator.privacy_filter.spent
         noisy = curator.measure_soft_count(protect.embedded_scores(domain), protect.threshold,
-                                           sigma, sharpness=protect.sharpness)
+                                           protect_sigma, sharpness=protect.sharpness)
         target = min(1.0, max(0.0, noisy / total))
-        log(tuple(protect.weights), sigma, curator.privacy_filter.spent - before, start,
+        log(tuple(protect.weights), protect_sigma, curator.privacy_filter.spent - before, start,
             kind="soft_count")
         pairs_budget -= rho * Fraction(protect.share)
     end = Fraction(curator.privacy_filter.spent) + pairs_budget
@@ -358,12 +361,15 @@ def check_protect(protect, domain, total_share: float):
         raise InvalidArgumentError(f"protect.weights names attributes not in the schema: {unknown[:5]}")
 
     def number(name, value, low, high, open_low=True):
-        ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.floating, np.integer))
-              and math.isfinite(float(value))
-              and (low < float(value) if open_low else low <= float(value)) and float(value) <= high)
+        try:        # a huge int (a JSON file's 1e400 written out) overflows float()
+            real = (float(value) if not isinstance(value, bool) and isinstance(
+                value, (int, float, np.floating, np.integer)) else math.nan)
+        except OverflowError:
+            real = math.nan
+        ok = math.isfinite(real) and (low < real if open_low else low <= real) and real <= high
         if not ok:
             raise InvalidArgumentError(f"protect.{name} must be a number in {'(' if open_low else '['}"
-                                       f"{low:g}, {high:g}], got {value!r}")
+                                       f"{low:g}, {high:g}], got {repr(value)[:40]}")
         return float(value)
 
     clean = {a: number(f"weights[{a!r}]", w, -2.0 ** 30, 2.0 ** 30, open_low=False)

@@ -235,11 +235,14 @@ class Synthesizer(abc.ABC):
         seed the ledger's charges, the model and the synthetic rows are those of
         :meth:`fit_codes` on the same records; the input commitment is to the files' SHA-256
         (or the partitions' codes) rather than to one file's."""
-        from dpcore.distributed import DEFAULT_BATCH_BYTES, DistributedTable
-
         if self.result_ is not None:
             raise InvalidArgumentError("this synthesizer is already fitted (its budget is "
                                        "spent); create a new one")
+        if not self.reads_marginals_only:
+            raise InvalidArgumentError(f"{self.name} reads records, not only marginals: fit it "
+                                       f"on the codes (fit_codes) instead of fit_distributed")
+        from dpcore.distributed import DEFAULT_BATCH_BYTES, DistributedTable
+
         schema = as_schema(schema)
         plan = self.plan(schema, rows=rows)
         data_schema = self._data_schema(schema)

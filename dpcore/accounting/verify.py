@@ -574,11 +574,16 @@ def _check_release(where, event, what, run, reasons):
         if what.get("noise") != "discrete_gaussian":
             reasons.append(f"{where}: a soft count's noise is discrete_gaussian, not "
                            f"{str(what.get('noise'))[:40]!r}")
-        for name in ("threshold", "sharpness"):
+        extra = set(what) - {"release", "attrs", "threshold", "sharpness", "noise", "seed_fixed"}
+        if extra:
+            reasons.append(f"{where}: a soft count states nothing else, got {sorted(extra)[:5]}")
+        # the curator's own ranges (Curator.measure_soft_count), restated
+        for name, rule, allowed in (("threshold", lambda v: abs(v) < 2.0 ** 40, "|t| < 2^40"),
+                                    ("sharpness", lambda v: 0 < v <= 2.0 ** 20, "0 < s <= 2^20")):
             value = what.get(name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                    not math.isfinite(value):
-                reasons.append(f"{where}: a soft count states its {name} (a finite number)")
+                    not math.isfinite(value) or not rule(value):
+                reasons.append(f"{where}: a soft count states its {name} ({allowed})")
     elif release == "marginal":
         if what.get("noise") not in (None, "gaussian", "discrete_gaussian"):
             reasons.append(f"{where}: unknown noise {str(what.get('noise'))[:40]!r}")

@@ -78,6 +78,8 @@ def test_a_protected_run_spends_exactly_its_budget_and_verifies(problem):
     ({"weights": {"a": 1.0}, "threshold": 0.5, "strength": -1}, "strength"),
     ({"weights": {"a": 1.0}, "threshold": 0.5, "sharpness": 0}, "sharpness"),
     ({"weights": [1.0], "threshold": 0.5}, "weights"),
+    ({"weights": {"a": 10 ** 400}, "threshold": 0.5}, "weights"),            # float() overflows
+    ({"weights": {"a": 1.0}, "threshold": 0.5, "share": 1e-300}, "buys no Gaussian"),
     ("age > 40", "mapping"),
 ])
 def test_bad_protect_options_are_refused_before_any_charge(protect, match):
@@ -122,3 +124,19 @@ def test_a_strong_regulariser_moves_the_statistic_away_from_its_estimate():
         gaps[strength] = abs(p["synthetic"] - p["estimate"])
     # unprotected, the particles reproduce the statistic; protected, it is pushed away
     assert gaps[0.0] < 0.05 < 0.1 < gaps[500.0] and gaps[500.0] > 3 * gaps[0.0], gaps
+
+
+def test_numpy_numbers_in_the_spec_reach_the_ledger_as_json(tmp_path):
+    import pandas as pd
+    from mechanisms import Synthesizer
+    df = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v", "v", "u", "u"] * 4})
+    schema = {"columns": {"a": {"type": "categorical", "categories": ["x", "y"]},
+                          "b": {"type": "categorical", "categories": ["u", "v"]}}}
+    protect = {"weights": {"a": np.float32(1.5)}, "threshold": np.float64(0.5),
+               "strength": np.int64(2)}
+    synth = Synthesizer.create("privpgd", epsilon=1.0, particles=50, epochs=2, progress=False,
+                               protect=protect, ledger_path=tmp_path / "ledger.json")
+    synth.fit(df, schema)
+    assert synth.verify().ok
+    with pytest.raises(InvalidArgumentError, match="reads records"):
+        Synthesizer.create("privpgd", epsilon=1.0, protect=protect).fit_distributed("x*.csv", schema)

@@ -1,5 +1,5 @@
 """Claim (soft count): the release of Curator.measure_soft_count, S = sum over records r of
-v_r with v_r = min(max(rint(G w_r sigmoid(t_r)), 0), G), G = SOFT_COUNT_GRID, w_r in [0, 1]
+v_r with v_r = min(max(rint(G w_r sigmoid(t_r)), 0), G) (0 where that term is not finite), G = SOFT_COUNT_GRID, w_r in [0, 1]
 the record's weight and t_r any real, has sensitivity G (1 in count units, S / G) under
 adding or removing one record; S + Z with Z the exact discrete Gaussian of variance
 parameter s^2 >= (sigma G)^2 is 1 / (2 sigma^2)-zCDP, the cost of GaussianEvent(sigma, 1)
@@ -14,8 +14,9 @@ from the data); every record's term is computed from that record alone.
 
 Proof. sigmoid(t) = 1 / (1 + e^-t) lies in (0, 1) because e^-t > 0 (checked: 1 - sigmoid(t)
 = e^-t / (1 + e^-t)); with w in [0, 1] the product lies in [0, 1] and G times it in [0, G];
-rounding and the clip keep v_r an integer in [0, G] whatever the floating-point evaluation
-(the clip is what the argument rests on). Adding a record adds its v_r, removing one removes
+whatever the floating-point evaluation gives, Dataset.soft_count counts a non-finite term as
+0 and clips the rest after rounding, so v_r is an integer in [0, G] (the argument rests on
+that, not on the arithmetic). Adding a record adds its v_r, removing one removes
 it: S moves by at most G, an integer query of sensitivity G (checked on the real code over
 random small datasets and their neighbours). Thm. 4 with Delta = G and s^2 >= (sigma G)^2
 gives G^2 / (2 s^2) <= G^2 / (2 sigma^2 G^2) = 1 / (2 sigma^2) (checked symbolically); sigma G

@@ -1,6 +1,7 @@
 """Claim (soft count): the release of Curator.measure_soft_count, S = sum over records r of
-v_r with v_r = min(max(rint(G w_r sigmoid(t_r)), 0), G) (0 where that term is not finite), G = SOFT_COUNT_GRID, w_r in [0, 1]
-the record's weight and t_r any real, has sensitivity G (1 in count units, S / G) under
+v_r with v_r = min(max(rint(G w_r sigmoid(t_r)), 0), G) (0 where that term is not finite),
+G = SOFT_COUNT_GRID, w_r in [0, 1] the record's weight and t_r any real, has sensitivity G
+(1 in count units, S / G) under
 adding or removing one record; S + Z with Z the exact discrete Gaussian of variance
 parameter s^2 >= (sigma G)^2 is 1 / (2 sigma^2)-zCDP, the cost of GaussianEvent(sigma, 1)
 the curator charges first.

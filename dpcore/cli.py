@@ -100,10 +100,11 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
     if path is None:
         return
     from dpcore.errors import InvalidArgumentError
-    from dpcore.files import check_replaceable
+    from dpcore.files import check_not_a_record, check_replaceable
     target = Path(path)
     try:
         check_replaceable(path, label)       # a directory, device, FIFO or socket
+        check_not_a_record(path, label)      # any ledger or salt file, even with --force
     except InvalidArgumentError as err:
         raise CliError(str(err)) from None
     if must_not_exist and target.exists():
@@ -268,7 +269,6 @@ def _synth(args: argparse.Namespace) -> int:
     _check_distinct([("--data", data_in), ("--schema", schema_in), ("--workload", workload_in),
                      ("--public", public_in), ("the ledger's salt file", salt_path(args.ledger))],
                     [("--out", args.out), ("--ledger", args.ledger), ("--result", args.result)])
-    _check_salt_file(args.ledger, args.continue_ledger)
     partitioned = _partitioned_out(args)
     if partitioned:
         _probe_partition_dir(args.out, [("--ledger", args.ledger), ("--result", args.result)])
@@ -280,6 +280,7 @@ def _synth(args: argparse.Namespace) -> int:
     else:
         _probe_writable(args.ledger, "--ledger", must_not_exist=True)
     _probe_writable(args.result, "--result", force=args.force)
+    _check_salt_file(args.ledger, args.continue_ledger)
     _check_output_format(args.out)
     data_path, schema = _data_and_schema(args)
     if partitioned and schema.constraints:
@@ -394,7 +395,13 @@ def _synth(args: argparse.Namespace) -> int:
         synth.close_run("failed", reason=f"writing the outputs: {type(exc).__name__}")
         raise
     synth.close_run("completed", outputs=outputs)
-    _save_salt(args.ledger, synth)
+    try:
+        _save_salt(args.ledger, synth)
+    except (OSError, CliError) as exc:
+        # the run is complete and recorded: exit 0 (an error would invite a second run and a
+        # second spend), but say loudly what is lost
+        print(f"dpcore: warning: the run completed and its ledger is closed, but its salt was "
+              f"not saved ({exc}): this run's input commitment cannot be opened", file=sys.stderr)
     elapsed = time.perf_counter() - started
     if not args.quiet:
         _print_summary(args, synth, rows, elapsed)
@@ -437,6 +444,11 @@ def _probe_partition_dir(path: str, others: Sequence[tuple[str, Any]] = ()) -> N
         if other is not None and os.path.realpath(other).startswith(inside.rstrip(os.sep) + os.sep):
             raise CliError(f"{label} {str(other)!r} lies inside --out {path!r}; the partitioned "
                            f"dataset needs the directory to itself (write {label} elsewhere)")
+    if target.is_symlink():
+        # the parts are renamed into place at the end: a directory is never renamed over a
+        # link, so this run would fail after spending its budget
+        raise CliError(f"--out {path!r} is a symbolic link; name the directory itself (a new "
+                       f"or empty one)")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise CliError(f"--out {path!r} exists and is not an empty directory; refusing to "
                        f"overwrite it, even with --force (choose a new path)")
@@ -557,6 +569,14 @@ def _check_salt_file(ledger: str, continuing: bool) -> None:
     from dpcore.files import salt_path
     path = salt_path(ledger)
     if not os.path.lexists(path):
+        # the salt is written after the run completes: a directory that cannot take the file
+        # (read-only, a shared ledger's) must be found now, not after the budget is spent
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            os.unlink(path)
+        except OSError as exc:
+            raise CliError(f"cannot create the ledger's salt file {path!r} ({exc.strerror}); "
+                           f"the run's salt could not be kept") from exc
         return
     if not continuing:
         raise CliError(f"the ledger's salt file {path!r} already exists; refusing to add a new "
@@ -565,6 +585,10 @@ def _check_salt_file(ledger: str, continuing: bool) -> None:
     if problem:
         raise CliError(f"the ledger's salt file {path!r} {problem}; refusing to write a salt "
                        f"into it")
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW))
+    except OSError as exc:
+        raise CliError(f"cannot write the ledger's salt file {path!r} ({exc.strerror})") from exc
 
 
 def _save_salt(ledger: str, synth: Any) -> None:
@@ -641,7 +665,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from dpcore.accounting import verify_ledger
     path = Path(args.ledger)
     if not path.is_file():
-        raise CliError(f"ledger {args.ledger!r}: no such file")
+        raise CliError(f"ledger {args.ledger!r}: " + ("not a regular file" if path.exists()
+                                                      else "no such file"))
     if (args.epsilon is None) != (args.delta is None):
         raise CliError("give both --epsilon and --delta (the promise to check), or neither")
     promise = {}

@@ -43,6 +43,10 @@ def _entry(item: Any, names: Sequence[str], where: str) -> tuple[Marginal, float
     weight: Any = 1.0
     attrs = item
     if isinstance(item, dict):
+        unknown_keys = sorted(map(str, set(item) - {"attrs", "weight"}))
+        if unknown_keys:      # a misspelt "wieght" must not silently mean weight 1
+            raise InvalidArgumentError(f"{where}: a marginal object takes the keys attrs and "
+                                       f"weight, got {unknown_keys[:5]}")
         attrs, weight = item.get("attrs"), item.get("weight", 1.0)
     if isinstance(attrs, str) or not isinstance(attrs, (list, tuple)) or not attrs:
         raise InvalidArgumentError(f"{where}: a marginal must be a non-empty list of column "
@@ -83,6 +87,9 @@ def parse_workload(spec: WorkloadSpec, names: Sequence[str]) -> Workload:
                                        f"file, got {spec!r} (no such file)")
         spec = load_path(path, what=where)  # strict: UTF-8, no duplicate keys, bounded depth
         if isinstance(spec, dict):
+            if set(spec) != {"workload"}:
+                raise InvalidArgumentError(f"{where}: a JSON object holds one key, workload, "
+                                           f"got {sorted(map(str, spec))[:5]}")
             spec = spec.get("workload")
     if not isinstance(spec, (list, tuple)) or not spec:
         raise InvalidArgumentError(f"{where} must be a non-empty list of marginals")

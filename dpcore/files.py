@@ -6,7 +6,8 @@ a regular file, or a link to one (the link is replaced, not what it points to): 
 FIFO, a socket or a directory (``/dev/null``, or a link to it such as ``/dev/stdout``) is
 refused, never turned into a regular file. The check runs just before the rename; it guards
 against mistakes, not against a concurrent writer swapping the name in between. A run's ledger,
-its salt file and its input are never an output (:func:`check_not_protected`).
+its salt file and its input are never an output (:func:`check_not_protected`), nor is any
+existing ledger or salt file (:func:`check_not_a_record`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from typing import Iterable
 
 from dpcore.errors import InvalidArgumentError
 
-__all__ = ["check_not_protected", "check_replaceable", "replace_into", "salt_path", "same_file"]
+__all__ = ["check_not_a_record", "check_not_protected", "check_replaceable", "replace_into",
+           "salt_path", "same_file"]
 
 
 def salt_path(ledger: str | os.PathLike) -> str:
@@ -54,6 +56,29 @@ def check_replaceable(path: str | os.PathLike, label: str = "output") -> None:
     if not stat.S_ISREG(mode):
         raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is not a regular file (a "
                                    f"device, FIFO or socket); refusing to replace it")
+
+
+_LEDGER_START = b'{"format":"dpcore-ledger"'
+
+
+def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
+    """Refuse an output over an existing ledger or ledger salt file (any run's, not only this
+    one's): a ledger is the record of spent budget and a salt opens its input commitments, so
+    neither is ever replaced, not even when the caller allows overwriting (``--force``)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return
+    if head.startswith(_LEDGER_START):
+        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is a dpcore ledger (a record "
+                                   f"of spent budget); refusing to overwrite it")
+    if os.fspath(path).endswith(".private") and head.startswith(b'{"run":') \
+            and b'"input_salt"' in head:
+        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is a ledger's salt file; "
+                                   f"refusing to overwrite it")
 
 
 def replace_into(tmp: str | os.PathLike, path: str | os.PathLike) -> None:

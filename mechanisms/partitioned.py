@@ -131,6 +131,8 @@ def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, clie
     if not os.path.isdir(parent):
         raise InvalidArgumentError(f"cannot write {target!r}: directory {parent!r} does not "
                                    f"exist")
+    if os.path.islink(target):
+        raise InvalidArgumentError(f"{target!r} is a symbolic link; name the directory itself")
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise InvalidArgumentError(f"{target!r} exists and is not an empty directory; "
                                    f"refusing to overwrite it")

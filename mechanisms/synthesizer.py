@@ -87,6 +87,40 @@ def _check_seed(seed: Any) -> None:
         raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
 
 
+def _kept_workload(workload: Any) -> Any:
+    """A workload spec as kept by a synthesizer: a name or a file path as given, anything else
+    (an iterator of marginals too) as a list, so planning and the ledger see the same one."""
+    if isinstance(workload, (str, os.PathLike)):
+        return workload
+    try:
+        return list(workload)
+    except TypeError:
+        raise DpcoreTypeError(f"workload must be a spec name, a file path or an iterable of "
+                              f"marginals, got {type(workload).__name__}") from None
+
+
+def _workload_label(workload: Any) -> str:
+    """The workload as the ledger's run opening records it."""
+    if isinstance(workload, (str, os.PathLike)):
+        return os.fspath(workload)
+    return f"{len(workload)} marginals"
+
+
+def _check_text(name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise DpcoreTypeError(f"{name} must be a str, got {type(value).__name__}")
+
+
+def _path_argument(name: str, path: Any) -> str:
+    """``path`` as a str: a str or an os.PathLike of one (not bytes, not a file descriptor)."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise DpcoreTypeError(f"{name} must be a path (str or os.PathLike), got "
+                              f"{type(path).__name__}")
+    return path
+
+
 class Synthesizer(abc.ABC):
     """Base class: holds the budget, runs the mechanism, samples and decodes.
 
@@ -164,6 +198,7 @@ class Synthesizer(abc.ABC):
         if not isinstance(data, pd.DataFrame):
             raise InvalidArgumentError(f"data must be a pandas DataFrame, got "
                                        f"{type(data).__name__}")
+        self._remember_schema(schema)
         s = as_schema(schema)
         bar = self._progress_bar()
         if bar is not None:
@@ -243,6 +278,7 @@ class Synthesizer(abc.ABC):
                                        f"on the codes (fit_codes) instead of fit_distributed")
         from dpcore.distributed import DEFAULT_BATCH_BYTES, DistributedTable
 
+        self._remember_schema(schema)
         schema = as_schema(schema)
         plan = self.plan(schema, rows=rows)
         data_schema = self._data_schema(schema)
@@ -278,6 +314,7 @@ class Synthesizer(abc.ABC):
         if not self.reads_marginals_only:
             raise InvalidArgumentError(f"{self.name} reads records, not only marginals: fit it "
                                        f"on the codes (fit_codes) instead of fit_file")
+        self._remember_schema(schema)
         schema = as_schema(schema)
         plan = self.plan(schema, rows=rows)   # a refused plan reads nothing, spends nothing
         data_schema = self._data_schema(schema)
@@ -425,23 +462,37 @@ class Synthesizer(abc.ABC):
         if state.get("_filter") is not None:           # an open file and its lock stay here
             state["_ledger"] = self.ledger
         state["_filter"] = None
-        state.pop("_input_path", None)                 # a local path, not part of the fit
+        state.pop("_input_path", None)                 # local paths, not part of the fit
+        state.pop("_schema_path", None)
         # The salt and the plain hash of the input open the ledger's input commitment (anyone
         # holding them can test a guessed table): they stay with the run (the CLI's salt
         # file), never in a saved synthesizer.
         state["input_salt_"] = state["input_sha256_"] = None
         return state
 
-    def _check_output(self, path: str | os.PathLike) -> None:
-        """An output of this synthesizer is never its ledger, the ledger's salt file or the
-        file it was fitted on, and never a device (see :mod:`dpcore.files`)."""
-        from dpcore.files import check_not_protected, check_replaceable, salt_path
+    def _remember_schema(self, schema: Any) -> None:
+        """A schema given as a file is an input: never an output of this synthesizer."""
+        if isinstance(schema, (str, os.PathLike)):
+            self._schema_path = os.fspath(schema)
+
+    def _check_output(self, path: str | os.PathLike, name: str = "path") -> str:
+        """An output of this synthesizer is a path (str or os.PathLike), never its ledger, the
+        ledger's salt file, a file it read (the data of ``fit_file``, a schema or workload
+        given as a file) and never a device (see :mod:`dpcore.files`). Returns it as a str."""
+        from dpcore.files import check_not_a_record, check_not_protected, check_replaceable, salt_path
+        path = _path_argument(name, path)
         ledger = self.ledger_path
+        workload = getattr(self, "workload", None)
         check_not_protected(path, [
             ("this fit's ledger", ledger),
             ("the ledger's salt file", None if ledger is None else salt_path(ledger)),
-            ("the file this synthesizer was fitted on", getattr(self, "_input_path", None))])
+            ("the file this synthesizer was fitted on", getattr(self, "_input_path", None)),
+            ("the schema file this synthesizer was fitted with", getattr(self, "_schema_path", None)),
+            ("the workload file", os.fspath(workload) if isinstance(workload, (str, os.PathLike))
+             and os.path.isfile(workload) else None)])
         check_replaceable(path)
+        check_not_a_record(path)
+        return path
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the fitted synthesizer (model, schema, ledger) to ``path``, atomically. It is a
@@ -449,14 +500,19 @@ class Synthesizer(abc.ABC):
         import pickle
         from dpcore.schema import atomic_write_bytes
         self._fitted()
-        self._check_output(path)
+        path = self._check_output(path)
         atomic_write_bytes(path, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Synthesizer":
         """Read a synthesizer written by :meth:`save` (a pickle: trusted files only)."""
         import pickle
-        with open(path, "rb") as fh:
+        path = _path_argument("path", path)    # never an int: open() takes one as a descriptor
+        try:
+            fh = open(path, "rb")
+        except OSError as err:
+            raise InvalidArgumentError(f"cannot read {path!r}: {err.strerror or err}") from None
+        with fh:
             try:
                 obj = pickle.load(fh)
             except (pickle.UnpicklingError, EOFError, AttributeError, ImportError,
@@ -668,9 +724,11 @@ class Synthesizer(abc.ABC):
         schema = self.schema_
         if schema is None:
             self._fitted()
-        self._check_output(path)
+        path = self._check_output(path)
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
+        _check_text("missing_token", missing_token)
+        _check_text("sep", sep)
         csv = not is_parquet(path)
         return write_table(self._chunks(n, seed, chunk_rows, categorical=csv), path,
                            missing_token=missing_token, sep=sep)
@@ -690,6 +748,7 @@ class Synthesizer(abc.ABC):
         at the end. Returns the rows written."""
         from dpcore.junction_tree import SAMPLE_BLOCK
         from .partitioned import write_partitions
+        directory = _path_argument("directory", directory)
         result = self._fitted()
         schema = self.schema_
         if self._part_sampler(1, 0) is None:
@@ -706,6 +765,8 @@ class Synthesizer(abc.ABC):
         _check_seed(seed)
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
+        _check_text("missing_token", missing_token)
+        _check_text("sep", sep)
         sampler = self._part_sampler(int(n), int(seed))
         own = client is None
         if own:
@@ -741,10 +802,10 @@ class _WorkloadSynthesizer(Synthesizer):
                  max_model_size: float | None = None, rounds: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
-        self.workload, self.max_model_size, self.rounds = workload, max_model_size, rounds
+        self.workload, self.max_model_size, self.rounds = _kept_workload(workload), max_model_size, rounds
 
     def _parameters(self) -> dict[str, Any]:
-        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        spec = _workload_label(self.workload)
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
                 "max_model_size": self.max_model_size}
 
@@ -944,11 +1005,11 @@ class FEM(Synthesizer):
                  total_share: float = 0.05, keep: str = "all", time_limit: float = 10.0,
                  **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
-        self.workload, self.rounds, self.samples, self.eta = workload, rounds, samples, eta
+        self.workload, self.rounds, self.samples, self.eta = _kept_workload(workload), rounds, samples, eta
         self.total, self.total_share, self.keep, self.time_limit = total, total_share, keep, time_limit
 
     def _parameters(self) -> dict[str, Any]:
-        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        spec = _workload_label(self.workload)
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
                 "samples": self.samples, "eta": self.eta, "total": self.total,
                 "total_share": self.total_share, "keep": self.keep, "time_limit": self.time_limit}
@@ -982,11 +1043,11 @@ class DQRS(Synthesizer):
                  samples: int = 30, eta: float = 0.3, total: float | None = None,
                  total_share: float = 0.05, time_limit: float = 10.0, **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
-        self.workload, self.rounds, self.samples, self.eta = workload, rounds, samples, eta
+        self.workload, self.rounds, self.samples, self.eta = _kept_workload(workload), rounds, samples, eta
         self.total, self.total_share, self.time_limit = total, total_share, time_limit
 
     def _parameters(self) -> dict[str, Any]:
-        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        spec = _workload_label(self.workload)
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
                 "samples": self.samples, "eta": self.eta, "total": self.total,
                 "total_share": self.total_share, "time_limit": self.time_limit}
@@ -1042,7 +1103,7 @@ class PrivPGD(Synthesizer):
                  total_share: float = 0.01, projection: str = "consistent", protect: Any = None,
                  **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
-        self.workload, self.particles, self.epochs, self.lr = workload, particles, epochs, lr
+        self.workload, self.particles, self.epochs, self.lr = _kept_workload(workload), particles, epochs, lr
         self.projections, self.batch, self.keep = projections, batch, keep
         self.step_size, self.gamma = step_size, gamma
         self.total_share, self.projection, self.protect = total_share, projection, protect
@@ -1056,7 +1117,7 @@ class PrivPGD(Synthesizer):
 
     def _parameters(self) -> dict[str, Any]:
         from .privpgd import ProtectedQuery
-        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        spec = _workload_label(self.workload)
         options = self._options()
         if options["protect"] is not None:      # the ledger's run opening: plain JSON
             options["protect"] = ProtectedQuery.of(options["protect"]).to_dict()
@@ -1106,12 +1167,12 @@ class _AdaptiveSynthesizer(Synthesizer):
                  per_round: int | None = None, alpha: float = 0.5,
                  options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(epsilon, delta, **kwargs)
-        self.workload, self.rounds = workload, rounds
+        self.workload, self.rounds = _kept_workload(workload), rounds
         self.per_round, self.alpha = per_round, alpha
         self.options = dict(options or {})
 
     def _parameters(self) -> dict[str, Any]:
-        spec = self.workload if isinstance(self.workload, str) else f"{len(list(self.workload))} marginals"
+        spec = _workload_label(self.workload)
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
                 "per_round": self.per_round, "alpha": self.alpha,
                 "options": {k: repr(v) for k, v in sorted(self.options.items())}}

@@ -551,6 +551,61 @@ def test_privpgd_protect_file_runs_verifies_and_bad_ones_are_refused_before_any_
     assert code == 2 and "apply to privpgd" in err
 
 
+# ------------------------------------------------------------------ session 14 audit
+def test_force_never_replaces_a_ledger_or_salt_file(work, capsys):
+    other = work / "other.json"
+    PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=other).close()
+    before = other.read_bytes()
+    for argv in (synth_args(work, **{"--out": str(other)}) + ["--force"],
+                 ["schema", "infer", str(work / "data.csv"), "--out", str(other), "--force"]):
+        code, err = run(argv, capsys)
+        assert code == 2 and "is a dpcore ledger" in err, err
+        assert other.read_bytes() == before and not (work / "ledger.json").exists()
+
+
+def test_a_salt_file_that_cannot_be_created_is_found_before_any_charge(work, capsys, monkeypatch):
+    import os as os_module
+    real_open = os_module.open
+
+    def no_salt(path, flags, *args):
+        if str(path).endswith(".private") and flags & os_module.O_CREAT:
+            raise PermissionError(1, "Operation not permitted")
+        return real_open(path, flags, *args)
+    monkeypatch.setattr(os_module, "open", no_salt)
+    code, err = run(synth_args(work), capsys)
+    assert code == 2 and "cannot create the ledger's salt file" in err, err
+    assert not (work / "ledger.json").exists() and not (work / "out.csv").exists()
+
+
+def test_a_salt_lost_after_a_completed_run_is_a_warning_not_a_failure(work, capsys, monkeypatch):
+    import dpcore.cli as cli
+
+    def lost(ledger, synth):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(cli, "_save_salt", lost)
+    code, err = run(synth_args(work), capsys)
+    # an error exit would invite a second run, and a second spend
+    assert code == 0 and "salt was not saved" in err, err
+    assert main(["verify", "--epsilon", "1", "--delta", "1e-6", str(work / "ledger.json")]) == 0
+
+
+def test_a_partitioned_output_through_a_symbolic_link_is_refused_before_any_charge(work, capsys):
+    target = work / "parts"
+    target.mkdir()
+    for link, points_to in ((work / "link", target), (work / "dangling", work / "nowhere")):
+        link.symlink_to(points_to)
+        argv = synth_args(work, **{"--mechanism": "independent", "--engine": "dask",
+                                   "--out": str(link) + "/"})
+        code, err = run(argv, capsys)
+        assert code == 2 and "symbolic link" in err, err
+        assert not (work / "ledger.json").exists()
+
+
+def test_verify_names_what_is_wrong_with_a_path_that_exists(work, capsys):
+    code, err = run(["verify", str(work)], capsys)
+    assert code == 2 and "not a regular file" in err, err
+
+
 # ------------------------------------------------------------------ session 13: what an output may be
 @pytest.mark.parametrize("flag", ["--out", "--result"])
 def test_no_output_replaces_the_ledgers_salt_file(work, capsys, flag):

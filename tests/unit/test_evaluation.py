@@ -83,3 +83,16 @@ def test_workload_file_is_read_strictly(tmp_path, raw, message):
         parse_workload(str(path), ["a", "b"])
     assert str(err.value).startswith(f"workload file {str(path)!r}: ")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[{"attrs": ["a", "b"], "wieght": 2}]', "takes the keys attrs and weight"),
+    ('{"workload": [["a"]], "extra": 1}', "holds one key"),
+    ('{"marginals": [["a"]]}', "holds one key"),
+])
+def test_workload_files_with_unknown_keys_are_refused(tmp_path, text, match):
+    from dpcore.evaluation import parse_workload
+    path = tmp_path / "workload.json"
+    path.write_text(text)
+    with pytest.raises(InvalidArgumentError, match=match):
+        parse_workload(str(path), ["a", "b"])

@@ -147,3 +147,61 @@ def test_default_delta_fit_sample_and_pickle_round_trip(adult_small, tmp_path):
     again = Synthesizer.load(path)
     assert again.verify(allow_fixed_seed=True).ok and len(again.sample(25)) == 25
     assert pickle.loads(pickle.dumps(synth)).ledger == synth.ledger
+
+
+# ------------------------------------------------------------------ session 14 audit: inputs
+def test_outputs_never_replace_the_schema_or_workload_files_the_fit_read(frame, tmp_path):
+    schema_file, workload_file = tmp_path / "schema.json", tmp_path / "workload.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    workload_file.write_text(json.dumps([["age", "job"], ["job", "city"]]))
+    synth = AIM(epsilon=1.0, workload=str(workload_file), rounds=4, progress=False)
+    synth.fit(frame, str(schema_file))
+    for write in (synth.save, synth.write):
+        for target in (schema_file, workload_file):
+            before = target.read_bytes()
+            with pytest.raises(InvalidArgumentError, match="refusing to overwrite"):
+                write(target)
+            assert target.read_bytes() == before
+    synth.write(tmp_path / "out.csv")          # any other path is fine
+
+
+def test_an_iterator_workload_is_kept_whole_for_the_plan_and_the_ledger(frame):
+    marginals = [("age", "job"), ("job", "city")]
+    synth = AIM(epsilon=1.0, workload=iter(marginals), rounds=4, progress=False)
+    synth.fit(frame, SCHEMA)
+    opening = next(e for e in synth.ledger.entries if e.kind == "open")
+    assert opening.what["parameters"]["workload"] == "2 marginals"
+    assert synth.plan(SCHEMA).options["workload"]        # a second plan still sees it
+    with pytest.raises(DpcoreTypeError, match="workload"):
+        AIM(epsilon=1.0, workload=42)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda s, d: s.write(123), DpcoreTypeError),
+    (lambda s, d: s.write(None), DpcoreTypeError),
+    (lambda s, d: s.write(b"out.csv"), DpcoreTypeError),
+    (lambda s, d: s.write(d / "out.csv", missing_token=5), DpcoreTypeError),
+    (lambda s, d: s.save(b"model.pkl"), DpcoreTypeError),
+    (lambda s, d: Synthesizer.load(d / "missing.pkl"), InvalidArgumentError),
+    (lambda s, d: Synthesizer.load(d), InvalidArgumentError),
+    (lambda s, d: Synthesizer.load(0), DpcoreTypeError),      # never a file descriptor
+])
+def test_path_arguments_get_typed_errors(frame, tmp_path, call, error):
+    synth = Independent(epsilon=1.0, progress=False).fit(frame, SCHEMA)
+    with pytest.raises(error):
+        call(synth, tmp_path)
+
+
+def test_no_output_replaces_a_ledger_or_salt_file(frame, tmp_path):
+    from dpcore.accounting import PrivacyFilter
+    other = tmp_path / "other-ledger.json"
+    PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=other).close()
+    salt = tmp_path / "other-ledger.json.private"
+    salt.write_text(json.dumps({"run": 0, "input_sha256": "00", "input_salt": "11"}) + "\n")
+    synth = Independent(epsilon=1.0, progress=False).fit(frame, SCHEMA)
+    for target, what in ((other, "dpcore ledger"), (salt, "salt file")):
+        before = target.read_bytes()
+        for write in (synth.write, synth.save):
+            with pytest.raises(InvalidArgumentError, match=what):
+                write(target)
+        assert target.read_bytes() == before

@@ -771,7 +771,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 masses = ", ".join(f"{v:g}: {r:.1%} -> {q:.1%}" for v, r, q in c.point_masses)
                 print(f"  {c.name}: {c.mean[0]:.4g} -> {c.mean[1]:.4g}; {c.quantiles[2][0]:.4g} "
                       f"-> {c.quantiles[2][1]:.4g}{'; ' + masses if masses else ''}")
-            print(f"largest correlation gap: {fidelity.max_correlation_gap:.3f}")
+            if len(fidelity.correlation_names) >= 2:      # a gap needs a pair of columns
+                print(f"largest correlation gap: {fidelity.max_correlation_gap:.3f}")
+            else:
+                print("largest correlation gap: n/a (fewer than two numeric columns)")
         if tstr is not None:
             a, b = tstr["train_synthetic"], tstr["train_real"]
             print(f"train on synthetic, test on real ({args.target}): accuracy "

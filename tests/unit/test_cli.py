@@ -179,6 +179,13 @@ def test_schema_infer_bad_flags(work, capsys, flag, value):
     assert code == 2 and flag in err
 
 
+def test_evaluate_says_no_correlation_gap_without_two_numeric_columns(work, capsys):
+    code = main(["evaluate", "--real", str(work / "data.csv"), "--synth", str(work / "data.csv"),
+                 "--schema", str(work / "schema.json")])
+    out = capsys.readouterr().out
+    assert code == 0 and "largest correlation gap: n/a" in out, out    # one numeric column
+
+
 def test_evaluate_json_and_report(work, capsys):
     out = work / "report"
     code = main(["evaluate", "--real", str(work / "data.csv"), "--synth", str(work / "data.csv"),

@@ -4,6 +4,7 @@ sampler with the same seed, picks the same candidate (issue 22's speedup changes
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,8 @@ from dpcore import Curator, Dataset, Domain
 from dpcore.accounting import PrivacyFilter
 from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import make_rng
-from dpcore.curator import SCORE_GRID, _draw, _l1, _l1_many
+from dpcore.curator import SCORE_GRID, _draw, _draw_among, _l1, _l1_many, _Pool
+from dpcore.errors import InvalidArgumentError
 
 
 def brute_marginal(records, domain, attrs):
@@ -96,20 +98,34 @@ def test_select_among_is_select_on_the_subset_step_after_step(case, data):
     flat = np.concatenate(refs)
     fast = Curator(Dataset(records, domain), PrivacyFilter(100), seed=seed)
     slow = Curator(Dataset(records, domain), PrivacyFilter(100), seed=seed)
-    for step in range(data.draw(st.integers(1, 4))):
+    last = None    # a copy of the flat reference last given: what reference=None stands for
+    starts = np.cumsum([0] + [r.size for r in refs]).tolist()
+    for step in range(data.draw(st.integers(1, 5))):
         mask = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)))
         if not mask.any():
             mask[data.draw(st.integers(0, k - 1))] = True
-        how = data.draw(st.sampled_from(["same", "in place", "new", "vectors"]))
-        if how == "in place":
+        how = data.draw(st.sampled_from(["same", "in place", "new", "vectors", "none"]))
+        if how in ("in place", "none"):
             flat[data.draw(st.integers(0, flat.size - 1))] += 1.0   # must not reuse old scores
         elif how == "new":
             flat = flat + 0.5
-        starts = np.cumsum([0] + [r.size for r in refs]).tolist()
-        pieces = [flat[s:s + r.size] for s, r in zip(starts, refs)]
-        reference = pieces if how == "vectors" else flat
         among = mask if data.draw(st.booleans()) else np.flatnonzero(mask)
         live = np.flatnonzero(mask).tolist()
+        if how == "none":
+            # the curator's own copy of the last flat reference: the caller's array changed in
+            # place since then does not matter; with none given, a typed error and no charge
+            if last is None:
+                entries = fast.privacy_filter.ledger.entries
+                with pytest.raises(InvalidArgumentError, match="reference=None"):
+                    fast.select(cands, None, 1.5, weights=weights, penalties=penalties, among=among)
+                assert fast.privacy_filter.ledger.entries == entries
+                continue
+            pieces = [last[s:s + r.size] for s, r in zip(starts, refs)]
+            reference = None
+        else:
+            pieces = [flat[s:s + r.size] for s, r in zip(starts, refs)]
+            reference = pieces if how == "vectors" else flat
+            last = None if how == "vectors" else flat.copy()
         got = fast.select(cands, reference, 1.5, weights=weights, penalties=penalties, among=among)
         sub_flat = np.concatenate([pieces[i] for i in live])
         want = slow.select([cands[i] for i in live], sub_flat, 1.5,
@@ -117,6 +133,37 @@ def test_select_among_is_select_on_the_subset_step_after_step(case, data):
         assert got == live[want]
         assert fast.privacy_filter.ledger.entries == slow.privacy_filter.ledger.entries
     assert fast.reads == slow.reads
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_draw_among_is_draw_on_the_python_integer_scores(data):
+    # The int64 fast path of a remembered list's scores against the definition in Python
+    # integers: L1s, weights and penalties up to far past int64 (the exact fallbacks) give the
+    # same integers to the same sampler, so the same draw from the same seed.
+    k = data.draw(st.integers(1, 12))
+    big = data.draw(st.sampled_from([2 ** 20, 2 ** 40, 2 ** 61, 2 ** 70]))
+    l1 = data.draw(st.lists(st.integers(0, big), min_size=k, max_size=k))
+    live = np.flatnonzero(np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k))))
+    if not live.size:
+        live = np.array([k - 1])
+    wbig = data.draw(st.sampled_from([SCORE_GRID, 2 ** 30, 2 ** 59]))
+    w = np.array(data.draw(st.lists(st.integers(0, wbig), min_size=live.size, max_size=live.size)),
+                 dtype=np.int64)
+    w[0] = max(int(w[0]), 1)
+    pbig = data.draw(st.sampled_from([SCORE_GRID, 2 ** 59]))
+    p = np.array(data.draw(st.lists(st.integers(-pbig, pbig), min_size=live.size,
+                                    max_size=live.size)), dtype=np.int64)
+    pool = _Pool((), [], np.zeros(0, dtype=np.int64))
+    pool.set_l1(l1, None)
+    assert (pool.l1_array is None) == (max(l1) >= 2 ** 62)
+    if pool.l1_array is not None:
+        assert pool.l1_array.tolist() == l1
+    scores = [int(wr) * (l1[r] - int(pr)) for r, wr, pr in zip(live.tolist(), w.tolist(), p.tolist())]
+    seed = data.draw(st.integers(0, 2 ** 32))
+    sens = int(w.max()) * SCORE_GRID
+    assert (_draw_among(pool, live, w, p, 0.7, sens, make_rng(seed))
+            == _draw(scores, 0.7, sens, make_rng(seed)))
 
 
 def test_select_among_checks_its_mask_before_any_charge():
@@ -136,6 +183,9 @@ def test_select_among_checks_its_mask_before_any_charge():
     with pytest.raises(InvalidArgumentError, match="reference must be finite"):
         # every candidate's reference is checked, not only the subset's
         curator.select(cands, np.array([0, 0, np.nan, 0, 0]), 1.0, among=[0])
+    for among in (None, [0]):    # no flat reference given yet: nothing for None to stand for
+        with pytest.raises(InvalidArgumentError, match="reference=None"):
+            curator.select(cands, None, 1.0, among=among)
     assert curator.privacy_filter.ledger.entries == () and curator.reads == 0
     assert curator.select(cands, np.zeros(5), 1.0, among=[1]) == 1
     assert curator.privacy_filter.ledger.entries[0].what["candidates"] == 1

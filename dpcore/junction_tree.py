@@ -45,23 +45,25 @@ def _attr_tuple(attrs) -> tuple:
 
 # (domain, attribute tuple) -> (attribute ids, sub-domain) of a query. AIM projects each
 # refit's model (a new tree) onto the same thousands of candidates every round; validating
-# and building their sub-domains again was a tenth of its time at 100 attributes.
+# and building their sub-domains again was a tenth of its time at 100 attributes. The
+# sub-domain is None where only the ids were asked for (project_arrays: MST's one call on
+# 4,950 pairs has no use for them), and built when a later call needs it.
 _QUERIES: dict = {}
 _QUERIES_MAX = 1 << 16
 
 
-def _fresh_query(tree, attrs: tuple):
-    return tree._ids(attrs, "query"), tree.domain.project(attrs)
+def _fresh_query(tree, attrs: tuple, with_domain: bool = True):
+    return tree._ids(attrs, "query"), tree.domain.project(attrs) if with_domain else None
 
 
-def _query(tree, attrs: tuple):
+def _query(tree, attrs: tuple, with_domain: bool = True):
     key = (tree.domain, attrs)
     try:
         hit = _QUERIES.get(key)
     except TypeError:    # an unhashable attribute: _ids refuses it with a typed error
-        return _fresh_query(tree, attrs)
-    if hit is None:
-        hit = _fresh_query(tree, attrs)
+        return _fresh_query(tree, attrs, with_domain)
+    if hit is None or (with_domain and hit[1] is None):
+        hit = _fresh_query(tree, attrs, with_domain)
         if len(_QUERIES) >= _QUERIES_MAX:
             _QUERIES.clear()
         _QUERIES[key] = hit
@@ -214,7 +216,7 @@ class CalibratedTree:
         """The ``.values`` of :meth:`project_many` (the same numbers), without the Factors."""
         attrs_list = [_attr_tuple(a) for a in attrs_list]
         remember = _query if len(attrs_list) <= _QUERIES_MAX else _fresh_query
-        return self._core.project_many([remember(self.tree, a)[0] for a in attrs_list],
+        return self._core.project_many([remember(self.tree, a, False)[0] for a in attrs_list],
                                        bool(by_source))
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:

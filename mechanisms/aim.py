@@ -241,7 +241,8 @@ class JTSizes:
 
     def __init__(self, domain, candidates):
         self._domain = domain
-        self._candidates = list(candidates)
+        # a tuple of tuples: the junction tree remembers its checked ids across rounds
+        self._candidates = tuple(tuple(c) for c in candidates)
         self._cliques: list = []
         self._edges: set = set()
         self._sizes: list[float] | None = None

@@ -8,6 +8,7 @@ it, and which model clique (maximal measured set) each group's gradient is added
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -64,8 +65,7 @@ class Problem:
                 index[canon] = len(self.groups)
                 self.groups.append(canon)
         self.group_shapes = [tuple(domain.shape[order[a]] for a in g) for g in self.groups]
-        sets = [frozenset(g) for g in self.groups]
-        self.cliques = [g for g, s in zip(self.groups, sets) if not any(s < t for t in sets)]
+        self.cliques = _maximal(self.groups)
         self.clique_shapes = [tuple(domain.shape[order[a]] for a in c) for c in self.cliques]
         # Flat layout: the optimiser works on one vector of all group marginals and one of all
         # clique log-potentials, so an iteration is a handful of vector operations whatever the
@@ -246,6 +246,24 @@ class Problem:
         if self.zeros:
             theta[self.forbidden] = -np.inf
         return theta
+
+
+def _maximal(groups: list) -> list:
+    """The groups no other group strictly contains, in order. Small groups list their strict
+    subsets (2^k of them) instead of every group being compared with every other: AIM refits
+    ~100 times over ~200 groups at 100 attributes, and the pairwise test was quadratic."""
+    sets = [frozenset(g) for g in groups]
+    covered: set = set()
+    for g in groups:
+        if len(g) <= _SUBSET_LIMIT:
+            for k in range(len(g)):      # k = 0: the empty group is inside any other
+                covered.update(map(frozenset, itertools.combinations(g, k)))
+    large = [t for t in sets if len(t) > _SUBSET_LIMIT]
+    return [g for g, s in zip(groups, sets)
+            if s not in covered and not any(s < t for t in large)]
+
+
+_SUBSET_LIMIT = 12   # a group of up to 12 attributes lists its 4,094 strict subsets
 
 
 def _matvec(a):

@@ -12,7 +12,8 @@ from dpcore import Curator, Dataset, Domain
 from dpcore.accounting import PrivacyFilter
 from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import make_rng
-from dpcore.curator import SCORE_GRID, _draw, _draw_among, _l1, _l1_many, _Pool
+from dpcore.curator import (SCORE_GRID, Curator as _C, _draw, _draw_among, _l1, _l1_cells, _l1_many,
+                            _l1_pool, _Pool)
 from dpcore.errors import InvalidArgumentError
 
 
@@ -164,6 +165,41 @@ def test_draw_among_is_draw_on_the_python_integer_scores(data):
     sens = int(w.max()) * SCORE_GRID
     assert (_draw_among(pool, live, w, p, 0.7, sens, make_rng(seed))
             == _draw(scores, 0.7, sens, make_rng(seed)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=6), st.data())
+def test_l1_pool_equals_l1_cells_round_after_round(sizes, data):
+    # A remembered list keeps its cells as int64 with their segment starts; every later
+    # reference gets _l1_cells' integers, including past 2^40 records and near-2^63 sums.
+    big = data.draw(st.booleans())
+    top = 2.0 ** 41 if big else 2.0 ** 39
+    cells = np.floor(np.array(data.draw(st.lists(st.floats(0, top, allow_nan=False), min_size=sum(sizes),
+                                                 max_size=sum(sizes)))) * SCORE_GRID)
+    sizes = np.array(sizes, dtype=np.int64)
+    pool = _Pool((), [], sizes)
+    for _ in range(3):
+        refs = np.array(data.draw(st.lists(st.integers(-2 ** 59, 2 ** 59), min_size=cells.size,
+                                           max_size=cells.size)), dtype=np.int64)
+        assert _l1_pool(pool, cells, refs) == _l1_cells(cells, refs, sizes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e3, 1e3)),
+                min_size=1, max_size=12))
+def test_grid_flat_is_the_checked_rint_or_the_same_error(values):
+    # The one-pass check of a flat reference against the definition: rint(x * G) as int64
+    # when every value is finite and below 2^40 in magnitude, else the same typed error.
+    ref = np.array(values)
+    sizes = np.array([ref.size], dtype=np.int64)
+    finite = bool(np.all(np.isfinite(ref)))
+    if finite and np.abs(ref).max() < 2 ** 40:
+        got = _C._grid_flat(ref, sizes)
+        assert got.dtype == np.int64 and got.tolist() == [int(np.rint(x * SCORE_GRID)) for x in values]
+    else:
+        with pytest.raises(InvalidArgumentError, match="finite" if not finite else "2\\^40"):
+            _C._grid_flat(ref, sizes)
+    assert np.array_equal(ref, np.array(values), equal_nan=True)     # the caller's array untouched
 
 
 def test_select_among_checks_its_mask_before_any_charge():

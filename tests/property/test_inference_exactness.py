@@ -197,3 +197,14 @@ def test_problem_matvec_is_the_sparse_product_bit_for_bit(seed, rows, cols, dens
         got = _matvec(matrix)(x)
         assert got.dtype == np.float64 and got.shape == (matrix.shape[0],)
         assert np.array_equal(got, matrix @ x)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 14), min_size=0, max_size=14, unique=True).map(tuple),
+                min_size=1, max_size=12, unique_by=frozenset))
+def test_problem_maximal_groups_are_the_pairwise_definition(groups):
+    # Problem's cliques (subsets listed for small groups, compared for large ones, which
+    # groups of up to 14 attributes reach) against "no other group strictly contains it".
+    from dpcore.inference.problem import _maximal
+    sets = [frozenset(g) for g in groups]
+    assert _maximal(groups) == [g for g, s in zip(groups, sets) if not any(s < t for t in sets)]

@@ -126,7 +126,7 @@ def test_project_many_matches_single_projections_on_random_query_lists():
 
 
 def test_remembered_roots_equal_the_recomputed_ones_over_a_sequence_of_lists():
-    """_roots keeps the last list's answer: over a random sequence of query lists (repeats,
+    """_roots keeps the last few lists' answers: over a random sequence of query lists (repeats,
     equal lists built anew, changed ones) every answer equals _find_roots' fresh one, and the
     model's projections equal single projections."""
     from hypothesis import given, settings, strategies as st
@@ -136,19 +136,22 @@ def test_remembered_roots_equal_the_recomputed_ones_over_a_sequence_of_lists():
     attrs = st.lists(st.sampled_from(domain.attrs), min_size=1, max_size=3, unique=True).map(tuple)
     lists = st.lists(attrs, min_size=1, max_size=8)
 
-    @settings(max_examples=30, deadline=None)
-    @given(st.lists(st.tuples(lists, st.booleans()), min_size=1, max_size=5))
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.tuples(lists, st.integers(0, 6)), min_size=1, max_size=9))
     def check(sequence):
-        previous = None
-        for queries, repeat in sequence:
-            if repeat and previous is not None:
-                queries = [tuple(list(q)) for q in previous]   # an equal list, new objects
+        seen = []
+        for queries, back in sequence:
+            if back and back <= len(seen):
+                # an equal list built anew from one `back` lists ago (the memo keeps a few;
+                # AIM alternates its pool and the chosen marginal)
+                queries = [tuple(list(q)) for q in seen[-back]]
+            seen.append(queries)
             roots, owner = model_module._roots(queries)
             fresh_roots, fresh_owner = model_module._find_roots(queries)
             assert list(roots) == fresh_roots and dict(owner) == fresh_owner
+            assert model_module._plan(queries)[2] == tuple(fresh_owner[frozenset(q)] for q in queries)
             for q, f in zip(queries, model.project_many(queries)):
                 np.testing.assert_allclose(f.values, model.project(q).values, rtol=1e-12, atol=1e-9)
-            previous = queries
 
     check()
 

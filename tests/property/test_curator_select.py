@@ -271,3 +271,19 @@ def test_a_compressed_view_reads_the_coarsened_marginals_counted_or_aggregated(d
         np.testing.assert_allclose(got, want.ravel(), rtol=1e-12, atol=1e-12)
         if weights is None:
             assert np.array_equal(got, want.ravel())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 299), st.sampled_from([0.0, 1.0, -0.0, np.nan, np.inf]),
+       st.booleans())
+def test_reference_comparison_is_array_equal(n, where, value, reshape):
+    # The early-out comparison of a flat reference with the remembered one is array_equal
+    # wherever the difference sits (in or past the first cells, NaN, -0.0, another length).
+    from dpcore.curator import _equal
+    a = np.arange(n, dtype=np.float64)
+    b = a.copy()
+    b[where % n] = value
+    if reshape:
+        b = np.concatenate([b, [1.0]])
+    assert _equal(a, b) == np.array_equal(a, b)
+    assert _equal(a, a.copy())

@@ -58,13 +58,13 @@ def _find_roots(queries):
     cliques: each root lists its own subsets (2^k of them) instead of every query being
     compared with every other (AIM's 5,000 candidates at 100 attributes took 100 s that way)."""
     sets = {}
-    for q in queries:
-        sets.setdefault(frozenset(q), q)
+    for s, q in zip(map(frozenset, queries), queries):
+        sets.setdefault(s, q)
     covered = set()
     for s, q in sets.items():
         if len(q) <= _SUBSET_LIMIT:
             for k in range(1, len(q)):
-                covered.update(frozenset(c) for c in itertools.combinations(q, k))
+                covered.update(map(frozenset, itertools.combinations(q, k)))
         else:
             covered.update(t for t in sets if t < s)
     roots = [q for s, q in sets.items() if s not in covered]
@@ -74,8 +74,8 @@ def _find_roots(queries):
         owner[fr] = r
         if len(r) <= _SUBSET_LIMIT:
             for k in range(1, len(r)):
-                for c in itertools.combinations(r, k):
-                    owner.setdefault(frozenset(c), r)
+                for c in map(frozenset, itertools.combinations(r, k)):
+                    owner.setdefault(c, r)
         else:
             for t in sets:
                 if t < fr:

@@ -208,3 +208,16 @@ def test_problem_maximal_groups_are_the_pairwise_definition(groups):
     from dpcore.inference.problem import _maximal
     sets = [frozenset(g) for g in groups]
     assert _maximal(groups) == [g for g, s in zip(groups, sets) if not any(s < t for t in sets)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), min_size=1, max_size=5, unique=True).map(tuple),
+                min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), min_size=0, max_size=4, unique=True).map(tuple))
+def test_first_containing_clique_is_the_scan(cliques, attrs):
+    # initial_potentials' lookup of the first clique holding a warm start's potential against
+    # the scan it replaces (None where no clique holds it), and the fallback for large cliques.
+    from dpcore.inference.estimation import _first_containing
+    want = next((i for i, c in enumerate(cliques) if set(attrs) <= set(c)), None)
+    assert _first_containing(cliques).get(frozenset(attrs)) == want
+    assert _first_containing(cliques, limit=2) is None or all(len(c) <= 2 for c in cliques)

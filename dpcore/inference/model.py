@@ -47,7 +47,7 @@ def _plan(queries):
         if last[0] == key:
             return last[1]
     roots, owner = _find_roots(key)
-    answer = (tuple(roots), MappingProxyType(owner), tuple(owner[frozenset(q)] for q in key))
+    answer = (tuple(roots), MappingProxyType(owner), tuple(owner[_sets_of(q)[0]] for q in key))
     _RECENT_ROOTS = ((key, answer),) + recent[:_RECENT_MAX - 1]
     return answer
 
@@ -57,30 +57,44 @@ def _find_roots(queries):
     query's attribute set the root it is read from. Linear in the number of queries for small
     cliques: each root lists its own subsets (2^k of them) instead of every query being
     compared with every other (AIM's 5,000 candidates at 100 attributes took 100 s that way)."""
-    sets = {}
-    for s, q in zip(map(frozenset, queries), queries):
-        sets.setdefault(s, q)
+    sets, subsets = {}, {}
+    for q in queries:
+        s, subs = _sets_of(q)
+        if s not in sets:
+            sets[s], subsets[s] = q, subs
     covered = set()
     for s, q in sets.items():
-        if len(q) <= _SUBSET_LIMIT:
-            for k in range(1, len(q)):
-                covered.update(map(frozenset, itertools.combinations(q, k)))
-        else:
-            covered.update(t for t in sets if t < s)
+        subs = subsets[s]
+        covered.update(subs if subs is not None else (t for t in sets if t < s))
     roots = [q for s, q in sets.items() if s not in covered]
     owner = {}
     for r in sorted(roots, key=len, reverse=True):
         fr = frozenset(r)
         owner[fr] = r
-        if len(r) <= _SUBSET_LIMIT:
-            for k in range(1, len(r)):
-                for c in map(frozenset, itertools.combinations(r, k)):
-                    owner.setdefault(c, r)
-        else:
-            for t in sets:
-                if t < fr:
-                    owner.setdefault(t, r)
+        subs = subsets[fr]
+        for c in subs if subs is not None else (t for t in sets if t < fr):
+            owner.setdefault(c, r)
     return roots, owner
+
+
+_SETS: dict = {}        # query tuple -> _sets_of's answer, for queries of up to 4 attributes
+_SETS_MAX = 1 << 16
+
+
+def _sets_of(q: tuple):
+    """(frozenset(q), its non-empty strict subsets as frozensets in combinations order, or
+    None above _SUBSET_LIMIT attributes). Remembered for small queries: AIM finds the roots of
+    a new ~5,000-candidate pool most rounds, and building these sets was most of the work."""
+    hit = _SETS.get(q)
+    if hit is None:
+        subs = (tuple(frozenset(c) for k in range(1, len(q)) for c in itertools.combinations(q, k))
+                if len(q) <= _SUBSET_LIMIT else None)
+        hit = (frozenset(q), subs)
+        if len(q) <= 4:
+            if len(_SETS) >= _SETS_MAX:
+                _SETS.clear()
+            _SETS[q] = hit
+    return hit
 
 
 _SUBSET_LIMIT = 12   # cliques up to 12 attributes list their 4,094 subsets; larger ones compare

@@ -172,3 +172,30 @@ def test_project_values_are_project_many_datavectors_bit_for_bit():
         np.testing.assert_allclose(v, f.datavector(), rtol=1e-12, atol=1e-9)
     with pytest.raises(Exception, match="not in the domain"):
         model.project_values([("a", "zz")])
+
+
+def test_find_roots_is_the_definition():
+    """_find_roots (subsets remembered per query) against the definition: the first query of
+    each attribute set that no other query strictly contains, in list order, and each query
+    read from the first root, longest first, that holds it; queries past the subset limit
+    take the comparing path."""
+    from hypothesis import given, settings, strategies as st
+
+    from dpcore.inference import model as model_module
+    names = [f"x{i}" for i in range(14)]
+    query = st.lists(st.sampled_from(names), min_size=1, max_size=14, unique=True).map(tuple)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.one_of(query, query.map(lambda q: q[:2])), min_size=1, max_size=10))
+    def check(queries):
+        roots, owner = model_module._find_roots(queries)
+        first = {}
+        for q in queries:
+            first.setdefault(frozenset(q), q)
+        want = [q for s, q in first.items() if not any(s < t for t in first)]
+        assert roots == want
+        ordered = sorted(want, key=len, reverse=True)
+        for q in queries:
+            assert owner[frozenset(q)] == next(r for r in ordered if set(q) <= set(r))
+
+    check()

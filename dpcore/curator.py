@@ -297,10 +297,15 @@ class Curator:
         list given), so a draw costs array arithmetic on the subset's cells, not Python per
         candidate. Every candidate of the list, competing or not, must have a valid reference,
         weight and penalty (the list is checked whole); the list is remembered only when its
-        items are tuples.
+        items are tuples. With ``among``, ``reference=None`` means the flat reference last
+        given with this list (the curator keeps its own copy): a caller drawing against one
+        fixed reference spares the curator comparing it cell by cell at every draw.
         """
         if among is not None:
             return self._select_among(candidates, reference, epsilon, weights, penalties, among)
+        if reference is None:
+            raise InvalidArgumentError("reference=None is only for select(among=...) after a "
+                                       "flat reference was given with the same list")
         cliques = self._cliques_of(candidates, "candidates")
         if not cliques:
             raise InvalidArgumentError("candidates must hold at least one clique, got none")
@@ -336,22 +341,41 @@ class Curator:
                 f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
         return grid_w, top, top / SCORE_GRID
 
+    def _weights_grid_array(self, w: np.ndarray) -> tuple[np.ndarray, int, float]:
+        """:meth:`_weights_grid` with the grid weights as an int64 array (the same checks)."""
+        if w.min() < 0:
+            raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
+        grid_w = self._grid_array("weights", w)
+        top = int(grid_w.max())
+        if top <= 0:
+            raise InvalidArgumentError(
+                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
+        return grid_w, top, top / SCORE_GRID
+
     def _select_among(self, candidates, reference, epsilon, weights, penalties, among) -> int:
         """:meth:`select` with ``among``: the same checks, charge and scores on the subset.
 
         Every candidate's reference is checked (not only the subset's), so the scores of all
         of them can be computed in one pass after the first charge and kept with the list
-        while the next call's flat reference is equal (MST passes the same one at each step)."""
+        while the next call's flat reference is equal (MST passes the same one at each step).
+        ``reference=None`` names the flat reference this list was last scored against (the
+        curator's own copy, so it cannot have changed since: nothing to compare)."""
         pool = self._pool_of(candidates)
         k_all = len(pool.cliques)
         live = _indices("among", among, k_all)
         if not live.size:
             raise InvalidArgumentError("among must pick at least one candidate, got none")
         epsilon = _positive_finite("epsilon", epsilon)
-        grid_w, top, delta = self._weights_grid(self._vector("weights", weights, k_all, 1.0)[live])
-        grid_pen = self._grid("penalties", self._vector("penalties", penalties, k_all, 0.0)[live])
+        grid_w, top, delta = self._weights_grid_array(self._vector("weights", weights, k_all, 1.0)[live])
+        grid_pen = self._grid_array("penalties", self._vector("penalties", penalties, k_all, 0.0)[live])
         flat = isinstance(reference, np.ndarray) and reference.ndim == 1
-        if flat and pool.reference is not None and np.array_equal(reference, pool.reference):
+        if reference is None:
+            if pool.reference is None:
+                raise InvalidArgumentError(
+                    "reference=None reuses the flat reference last given with this candidate "
+                    "list, but none was given (pass the reference)")
+            refs = None
+        elif flat and pool.reference is not None and _equal(reference, pool.reference):
             refs = None                  # the L1 distances kept with the list still hold
         elif flat:
             refs = self._grid_flat(reference, pool.sizes)
@@ -364,11 +388,10 @@ class Curator:
                                          "sensitivity": delta})
         cells = self._read_cells(pool)
         if refs is not None:    # after the charge: the distances read the data
-            pool.l1 = _l1_cells(cells, refs, pool.sizes)
-            pool.reference = np.array(reference, dtype=np.float64) if flat else None
-        l1 = pool.l1
-        scores = [wr * (l1[r] - pr) for r, wr, pr in zip(live.tolist(), grid_w, grid_pen)]
-        return int(live[_draw(scores, epsilon, top * SCORE_GRID, self._exact_rng)])
+            pool.set_l1(_l1_pool(pool, cells, refs),
+                        np.array(reference, dtype=np.float64) if flat else None)
+        return int(live[_draw_among(pool, live, grid_w, grid_pen, epsilon, top * SCORE_GRID,
+                                    self._exact_rng)])
 
     def _pool_of(self, candidates) -> _Pool:
         """The checked cliques and sizes of ``candidates``, remembered for the last list: a
@@ -580,9 +603,16 @@ class Curator:
                 f"reference as one flat array must hold {int(sizes.sum())} values (the candidates' "
                 f"cells, candidate after candidate), got {reference.size}")
         try:
-            flat = reference.astype(np.float64)
+            flat = reference.astype(np.float64, copy=False)    # read only below
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"reference must be numbers, got dtype {reference.dtype}") from exc
+        if flat.size:
+            # one pass for both checks where they pass (NaN and inf fail `<`); AIM grids
+            # ~2.6M cells a round at 100 attributes
+            top = max(float(flat.max()), -float(flat.min()))
+            if top < _SCORE_LIMIT:
+                scaled = flat * SCORE_GRID          # exact (a power of two), as _grid_array
+                return np.rint(scaled, out=scaled).astype(np.int64)
         if not np.all(np.isfinite(flat)):
             raise InvalidArgumentError("reference must be finite values, got a NaN or infinity")
         return Curator._grid_array("reference", flat)
@@ -669,17 +699,53 @@ def _draw(scores: list, epsilon, sensitivity, rng) -> int:
     return level_exponential_mechanism(gaps, epsilon, sensitivity, rng)
 
 
+def _draw_among(pool, live, grid_w, grid_pen, epsilon, sensitivity, rng) -> int:
+    """``_draw`` on the scores ``grid_w * (l1[live] - grid_pen)`` of a remembered list, in int64
+    array arithmetic where that is provably exact (every product and gap below 2^62 in
+    magnitude, bounded from the maxima), else in Python integers as before. Either way the
+    sampler gets the same integers, so the law and the draws are ``_draw``'s."""
+    l1 = pool.l1_array
+    if l1 is not None:
+        # |w (l - p)| <= max|w| (max|l| + max|p|) < 2^61 keeps the scores and their gaps in int64
+        bound = (int(np.abs(grid_w).max()) * (pool.l1_max + int(np.abs(grid_pen).max())))
+        if bound < 2 ** 61:
+            scores = grid_w * (l1[live] - grid_pen)
+            best = int(scores.max())
+            return level_exponential_mechanism(scores - best, epsilon, sensitivity, rng)
+    return _draw([wr * (pool.l1[r] - pr) for r, wr, pr in
+                  zip(live.tolist(), grid_w.tolist(), grid_pen.tolist())], epsilon, sensitivity, rng)
+
+
 class _Pool:
     """A checked candidate list (``select(among=...)``): its items as given, canonical cliques,
     cell counts and, once read after a charge, its true cells on the score grid and their exact
     L1 distances to the last flat reference given (sensitive: kept inside the curator)."""
-    __slots__ = ("items", "cliques", "sizes", "cells", "reference", "l1")
+    __slots__ = ("items", "cliques", "sizes", "cells", "cells_int", "starts", "reference", "l1",
+                 "l1_array", "l1_max")
 
     def __init__(self, items, cliques, sizes):
         self.items, self.cliques, self.sizes = items, cliques, sizes
         self.cells = None        # true cells on the grid, once read after a charge
+        self.cells_int = None    # the same as int64 (when below the limit) and segment starts
+        self.starts = None
         self.reference = None    # the last flat reference (a copy) and its exact L1 per candidate
         self.l1 = None
+        self.l1_array = None     # the same L1s as int64 when all are below 2^62, and their max
+        self.l1_max = None
+
+    def set_l1(self, l1: list, reference):
+        """Remember the exact L1 distances (Python ints) to ``reference`` (a copy, or None)."""
+        self.l1, self.reference = l1, reference
+        self.l1_max = max(l1)            # distances are >= 0
+        self.l1_array = np.array(l1, dtype=np.int64) if self.l1_max < 2 ** 62 else None
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """``np.array_equal(a, b)``, answering no from the first cells where they differ there
+    (AIM's references change every round: a full comparison of ~2.6M cells each time)."""
+    if a.shape != b.shape or not np.array_equal(a[:64], b[:64]):
+        return False
+    return np.array_equal(a, b)
 
 
 def _indices(name, among, k) -> np.ndarray:
@@ -707,6 +773,27 @@ def _l1_many(trues, refs: np.ndarray, sizes: np.ndarray) -> list[int]:
     :func:`_l1` would take it (no cell at or above the limit, no sum that could overflow); any
     candidate outside it gets :func:`_l1` itself."""
     return _l1_cells(np.floor(np.concatenate(trues) * SCORE_GRID), refs, sizes)
+
+
+def _l1_pool(pool, cells: np.ndarray, refs: np.ndarray) -> list[int]:
+    """:func:`_l1_cells` for a remembered list, whose cells do not change: their int64 copy,
+    the segment starts and the overflow limits are made once (AIM scores ~2.6M cells a round
+    at 100 attributes). The same integers: where the int64 path does not hold, _l1_cells."""
+    if pool.cells_int is None:
+        if not cells.size or np.abs(cells).max() >= _SCORE_LIMIT * SCORE_GRID:
+            return _l1_cells(cells, refs, pool.sizes)
+        pool.cells_int = cells.astype(np.int64)
+        pool.starts = np.concatenate(([0], np.cumsum(pool.sizes)[:-1]))
+    diff = pool.cells_int - refs                 # |cells| < 2^60 and |refs| < 2^60: no overflow
+    np.abs(diff, out=diff)
+    starts, sizes = pool.starts, pool.sizes
+    sums = np.add.reduceat(diff, starts).tolist()
+    if int(diff.max()) >= (2 ** 63 - 1) // int(sizes.max()):   # else no candidate is risky
+        risky = np.flatnonzero(np.maximum.reduceat(diff, starts) >= (2 ** 63 - 1) // sizes)
+        for r in risky.tolist():
+            s, n = int(starts[r]), int(sizes[r])
+            sums[r] = _l1(cells[s:s + n], refs[s:s + n])
+    return sums
 
 
 def _l1_cells(cells: np.ndarray, refs: np.ndarray, sizes: np.ndarray) -> list[int]:

@@ -186,10 +186,13 @@ class Dataset:
         if isinstance(attr_sets, str):
             raise DpcoreTypeError("marginals() takes a list of attribute tuples, got a string")
         domains = [self._domain.project(_attr_tuple(attrs)) for attrs in attr_sets]
-        subsets = [list(self._domain.axes(d.attrs)) for d in domains]
+        index = self._domain._index     # the attributes were checked by project
+        subsets = [[index[a] for a in d.attrs] for d in domains]
         tables = _core.count_marginals(self._records, list(self._domain.shape), subsets,
                                        self._weights, names=list(self._domain.attrs))
-        return [Factor(d, t) for d, t in zip(domains, tables)]
+        # the kernel's tables are float64, C-ordered and shaped by the subset: no re-check
+        # (_trusted sends anything else through the checking constructor)
+        return [Factor._trusted(d, t) for d, t in zip(domains, tables)]
 
     def soft_count(self, scores, threshold: float, sharpness: float, grid: int) -> int:
         """The soft count on the integer grid: sum over records r of
@@ -198,8 +201,8 @@ class Dataset:
         per domain attribute in domain order, or None for an attribute that adds nothing) and
         w_r the record's weight (1 without weights). Each record adds an integer in
         [0, grid] (a non-finite term counts 0, the rest is clipped: the curator's sensitivity
-        argument rests on it). Callers keep
-        the scores, threshold and sharpness finite and small enough that no sum overflows."""
+        argument rests on it). Callers keep the scores, threshold and sharpness finite and
+        small enough that no sum overflows."""
         from scipy.special import expit
 
         records, weights = self._records, self._weights

@@ -111,7 +111,11 @@ class Domain:
 
     def size(self, attrs=None) -> int:
         """Exact number of cells of the table over ``attrs`` (default: all attributes)."""
-        shape = self._shape if attrs is None else self.project(attrs).shape
+        if attrs is None:
+            shape = self._shape
+        else:   # project(attrs).shape without building the sub-domain (hot: ~5,000 a selection)
+            index = self._index
+            shape = [self._shape[index[a]] for a in self._check(attrs)]
         cells = 1
         for s in shape:
             cells *= s
@@ -142,8 +146,8 @@ class Domain:
 
     def canonical(self, attrs) -> tuple:
         """``attrs`` (which must be in the domain) in domain order."""
-        wanted = set(self._check(attrs))
-        return tuple(a for a in self._attrs if a in wanted)
+        # sorted by position: the domain-order filter's answer in O(k log k), not O(d) a call
+        return tuple(sorted(set(self._check(attrs)), key=self._index.__getitem__))
 
     def merge(self, other: Domain) -> Domain:
         """This domain followed by the attributes of ``other`` it lacks (sizes must agree)."""

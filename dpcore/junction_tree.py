@@ -43,29 +43,59 @@ def _attr_tuple(attrs) -> tuple:
     return (attrs,) if isinstance(attrs, str) else tuple(attrs)
 
 
-# (domain, attribute tuple) -> (attribute ids, sub-domain) of a query. AIM projects each
-# refit's model (a new tree) onto the same thousands of candidates every round; validating
-# and building their sub-domains again was a tenth of its time at 100 attributes.
+# domain -> {attribute tuple: (attribute ids, sub-domain)} of the queries asked of trees on
+# that domain. AIM projects each refit's model (a new tree) onto the same thousands of
+# candidates every round, and checks their JT sizes; validating them and building their
+# sub-domains again was a tenth of its time at 100 attributes. One table per domain: a
+# 100-attribute Domain hashes two 100-tuples, once per batch rather than once per query.
+# The sub-domain is None where only the ids were asked for (project_arrays, the JT sizes),
+# and built when a later call needs it.
 _QUERIES: dict = {}
-_QUERIES_MAX = 1 << 16
+_QUERIES_MAX = 1 << 16    # queries a domain's table holds (a batch larger is not remembered)
+_DOMAINS_MAX = 8
 
 
-def _fresh_query(tree, attrs: tuple):
-    return tree._ids(attrs, "query"), tree.domain.project(attrs)
+# (candidates, domain, their ids as hypothetical_sizes_mb's batch) for the last tuple of tuples
+# asked: AIM asks the same ~5,000 candidates of a new tree whenever its graph grew. A tuple of
+# tuples (of names) cannot change, so the very same object has the same checked ids.
+_LAST_BATCH = None
 
 
-def _query(tree, attrs: tuple):
-    key = (tree.domain, attrs)
-    try:
-        hit = _QUERIES.get(key)
-    except TypeError:    # an unhashable attribute: _ids refuses it with a typed error
-        return _fresh_query(tree, attrs)
-    if hit is None:
-        hit = _fresh_query(tree, attrs)
-        if len(_QUERIES) >= _QUERIES_MAX:
+def _fresh_query(tree, attrs: tuple, with_domain: bool = True, what: str = "query"):
+    return tree._ids(attrs, what), tree.domain.project(attrs) if with_domain else None
+
+
+def _queries_of(domain) -> dict:
+    table = _QUERIES.get(domain)
+    if table is None:
+        if len(_QUERIES) >= _DOMAINS_MAX:
             _QUERIES.clear()
-        _QUERIES[key] = hit
-    return hit
+        table = _QUERIES[domain] = {}
+    return table
+
+
+def _query_many(tree, attrs_list, with_domain: bool = True, what: str = "query") -> list:
+    """``[(ids, sub-domain or None) of each query]``, checked as :meth:`JunctionTree._ids`
+    checks them (``what`` names them in an error); remembered per domain. Only a valid
+    tuple is remembered, so a remembered entry is one a fresh check would pass."""
+    attrs_list = [a if type(a) is tuple else _attr_tuple(a) for a in attrs_list]
+    if len(attrs_list) > _QUERIES_MAX:     # would only churn the table
+        return [_fresh_query(tree, a, with_domain, what) for a in attrs_list]
+    table = _queries_of(tree.domain)
+    try:
+        hits = list(map(table.get, attrs_list))
+    except TypeError:      # an unhashable attribute somewhere: each one alone below
+        hits = [None] * len(attrs_list)
+    for i, hit in enumerate(hits):
+        if hit is None or (with_domain and hit[1] is None):
+            hit = hits[i] = _fresh_query(tree, attrs_list[i], with_domain, what)
+            if len(table) >= _QUERIES_MAX:
+                table.clear()
+            try:
+                table[attrs_list[i]] = hit
+            except TypeError:
+                pass
+    return hits
 
 
 class JunctionTree:
@@ -131,8 +161,16 @@ class JunctionTree:
 
     def hypothetical_sizes_mb(self, candidates: Sequence[Sequence[str]]) -> list[float]:
         """``[hypothetical_size_mb([c]) for c in candidates]`` in one compiled call."""
-        return self._core.hypothetical_sizes_mb([[self._ids(c, "candidate")]
-                                                 for c in candidates])
+        global _LAST_BATCH
+        last = _LAST_BATCH
+        if last is not None and last[0] is candidates and last[1] == self.domain:
+            batch = last[2]
+        else:
+            batch = [[ids] for ids, _ in _query_many(self, candidates, False, "candidate")]
+            if type(candidates) is tuple and all(type(c) is tuple and all(type(a) is str for a in c)
+                                                 for c in candidates):
+                _LAST_BATCH = (candidates, self.domain, batch)
+        return self._core.hypothetical_sizes_mb(batch)
 
     def containing_clique(self, attrs) -> int | None:
         """Index of the smallest clique containing every attribute of ``attrs``, or None."""
@@ -202,19 +240,14 @@ class CalibratedTree:
         two-attribute queries in no common clique are answered by one outward pass of the tree
         per source attribute instead of one elimination each: the same marginals up to
         rounding (so not bit for bit), much less work for many pairs (AIM's 2-way pool)."""
-        attrs_list = [_attr_tuple(a) for a in attrs_list]
-        # a call with more queries than the cache holds would only churn it
-        remember = _query if len(attrs_list) <= _QUERIES_MAX else _fresh_query
-        queries = [remember(self.tree, a) for a in attrs_list]
+        queries = _query_many(self.tree, attrs_list)
         values = self._core.project_many([ids for ids, _ in queries], bool(by_source))
         return [Factor._trusted(sub, v) for (_, sub), v in zip(queries, values)]
 
     def project_arrays(self, attrs_list: Sequence[Sequence[str]], *,
                        by_source: bool = False) -> list[np.ndarray]:
         """The ``.values`` of :meth:`project_many` (the same numbers), without the Factors."""
-        attrs_list = [_attr_tuple(a) for a in attrs_list]
-        remember = _query if len(attrs_list) <= _QUERIES_MAX else _fresh_query
-        return self._core.project_many([remember(self.tree, a)[0] for a in attrs_list],
+        return self._core.project_many([ids for ids, _ in _query_many(self.tree, attrs_list, False)],
                                        bool(by_source))
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:

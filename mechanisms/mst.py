@@ -213,9 +213,9 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
         return []
     estimate_model = independent_model(domain, ones)   # Alg. 6 step 1 (footnote 7)
     everything = list(itertools.combinations(domain.attrs, 2))
-    refs = [f.datavector() for f in estimate_model.project_many(everything)]
-    # one flat reference array; a step passes the cells of its pool's pairs (Curator.select)
-    flat = np.concatenate(refs)
+    # one flat reference array; a step passes the cells of its pool's pairs (Curator.select).
+    # project_values: project_many's numbers without a Factor and sub-domain per pair
+    flat = np.concatenate(estimate_model.project_values(everything))
     # The pool of a step is every pair joining two components, in the order of `everything`:
     # found from one component label per attribute with array arithmetic (a Python test of
     # every pair at every step made the selection O(d^3) in the interpreter).
@@ -232,8 +232,10 @@ def _private_kruskal(curator, ones, required, budget: Fraction, log):
         joins = label[first] != label[second]
         before = curator.privacy_filter.spent
         # the pool is `everything` cut to the joining pairs: the curator checks the fixed
-        # list and reads its cells once, a step is array work on the pool (Curator.select)
-        pair = everything[curator.select(everything, flat, epsilon, among=joins)]
+        # list and reads its cells once, a step is array work on the pool (Curator.select);
+        # after the first step reference=None says "the same flat reference" (the curator's
+        # copy), which spares comparing the whole reference again at every step
+        pair = everything[curator.select(everything, flat if k == 0 else None, epsilon, among=joins)]
         _union(parent, *pair)
         chosen.append(pair)
         log("select", pair, None, epsilon, int(joins.sum()), curator.privacy_filter.spent - before, start)

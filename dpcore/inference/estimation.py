@@ -32,6 +32,7 @@ Convergence: stop when an accepted step decreases the loss by <= ``tol * max(los
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -99,6 +100,21 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
     return EstimationResult(model, tuple(history), iters, converged, method, calibrations)
 
 
+def _first_containing(cliques, limit: int = 12):
+    """{attribute set: index of the first clique holding it} over every subset of every
+    clique, or None when a clique has more than ``limit`` attributes (then the caller scans).
+    A warm start places ~200 potentials among ~200 cliques each AIM round at 100 attributes:
+    a lookup each instead of a scan of the cliques."""
+    if any(len(c) > limit for c in cliques):
+        return None
+    first: dict = {}
+    for i, c in enumerate(cliques):
+        for k in range(len(c) + 1):
+            for sub in itertools.combinations(c, k):
+                first.setdefault(frozenset(sub), i)
+    return first
+
+
 def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
     """Zeros (the uniform distribution), plus a previous model's potentials where they fit."""
     theta = problem.zero_potentials()
@@ -108,9 +124,13 @@ def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
         raise InvalidArgumentError("warm_start must be a model on the same domain")
     order = {a: i for i, a in enumerate(problem.domain.attrs)}
     cliques = problem.split_cliques(theta)
+    first = _first_containing(problem.cliques)
     for factor in warm_start.potentials:
         attrs = tuple(factor.attributes)
-        k = next((i for i, c in enumerate(problem.cliques) if set(attrs) <= set(c)), None)
+        if first is not None:
+            k = first.get(frozenset(attrs))
+        else:
+            k = next((i for i, c in enumerate(problem.cliques) if set(attrs) <= set(c)), None)
         if k is None:
             continue
         canon = sorted(attrs, key=order.__getitem__)

@@ -23,22 +23,32 @@ _FORMAT = "dpcore.GraphicalModel"
 _VERSION = 1
 
 
-_LAST_ROOTS = None   # (queries, (roots, owner)) of the last _roots call
+_RECENT_ROOTS: tuple = ()   # ((queries, answer), ...) of the last few _plan calls, newest first
+_RECENT_MAX = 4
 
 
 def _roots(queries):
-    """:func:`_find_roots` of ``queries``, remembered for the last list: AIM asks for the same
-    ~5,000 candidates round after round (28 ms of each call at 100 attributes); the answer is
-    a function of the list alone, so an equal list gets the same read-only objects (a tuple
-    and a mapping proxy). One global rebound at once: a concurrent caller sees either pair."""
-    global _LAST_ROOTS
+    """:func:`_find_roots` of ``queries``, remembered for the last few lists: AIM asks for the
+    same ~5,000 candidates round after round (28 ms of each call at 100 attributes), with a
+    one-query list (the chosen marginal) in between; the answer is a function of the list
+    alone, so an equal list gets the same read-only objects (a tuple and a mapping proxy)."""
+    return _plan(queries)[:2]
+
+
+def _plan(queries):
+    """(roots, owner, root of each query) for ``queries``: :func:`_roots` plus, in list order,
+    the root each query is read from (``owner[frozenset(q)]``, a frozenset a query that
+    :meth:`GraphicalModel.project_values` need not build again). One global rebound at once:
+    a concurrent caller sees either tuple."""
+    global _RECENT_ROOTS
     key = tuple(queries)
-    last = _LAST_ROOTS
-    if last is not None and last[0] == key:
-        return last[1]
+    recent = _RECENT_ROOTS
+    for last in recent:
+        if last[0] == key:
+            return last[1]
     roots, owner = _find_roots(key)
-    answer = (tuple(roots), MappingProxyType(owner))
-    _LAST_ROOTS = (key, answer)
+    answer = (tuple(roots), MappingProxyType(owner), tuple(owner[_sets_of(q)[0]] for q in key))
+    _RECENT_ROOTS = ((key, answer),) + recent[:_RECENT_MAX - 1]
     return answer
 
 
@@ -47,30 +57,44 @@ def _find_roots(queries):
     query's attribute set the root it is read from. Linear in the number of queries for small
     cliques: each root lists its own subsets (2^k of them) instead of every query being
     compared with every other (AIM's 5,000 candidates at 100 attributes took 100 s that way)."""
-    sets = {}
+    sets, subsets = {}, {}
     for q in queries:
-        sets.setdefault(frozenset(q), q)
+        s, subs = _sets_of(q)
+        if s not in sets:
+            sets[s], subsets[s] = q, subs
     covered = set()
     for s, q in sets.items():
-        if len(q) <= _SUBSET_LIMIT:
-            for k in range(1, len(q)):
-                covered.update(frozenset(c) for c in itertools.combinations(q, k))
-        else:
-            covered.update(t for t in sets if t < s)
+        subs = subsets[s]
+        covered.update(subs if subs is not None else (t for t in sets if t < s))
     roots = [q for s, q in sets.items() if s not in covered]
     owner = {}
     for r in sorted(roots, key=len, reverse=True):
         fr = frozenset(r)
         owner[fr] = r
-        if len(r) <= _SUBSET_LIMIT:
-            for k in range(1, len(r)):
-                for c in itertools.combinations(r, k):
-                    owner.setdefault(frozenset(c), r)
-        else:
-            for t in sets:
-                if t < fr:
-                    owner.setdefault(t, r)
+        subs = subsets[fr]
+        for c in subs if subs is not None else (t for t in sets if t < fr):
+            owner.setdefault(c, r)
     return roots, owner
+
+
+_SETS: dict = {}        # query tuple -> _sets_of's answer, for queries of up to 4 attributes
+_SETS_MAX = 1 << 16
+
+
+def _sets_of(q: tuple):
+    """(frozenset(q), its non-empty strict subsets as frozensets in combinations order, or
+    None above _SUBSET_LIMIT attributes). Remembered for small queries: AIM finds the roots of
+    a new ~5,000-candidate pool most rounds, and building these sets was most of the work."""
+    hit = _SETS.get(q)
+    if hit is None:
+        subs = (tuple(frozenset(c) for k in range(1, len(q)) for c in itertools.combinations(q, k))
+                if len(q) <= _SUBSET_LIMIT else None)
+        hit = (frozenset(q), subs)
+        if len(q) <= 4:
+            if len(_SETS) >= _SETS_MAX:
+                _SETS.clear()
+            _SETS[q] = hit
+    return hit
 
 
 _SUBSET_LIMIT = 12   # cliques up to 12 attributes list their 4,094 subsets; larger ones compare
@@ -166,7 +190,13 @@ class GraphicalModel:
 
     def _queries(self, attrs_list) -> list[tuple[str, ...]]:
         """The queries as attribute tuples, each attribute checked against the domain."""
-        queries = [(a,) if isinstance(a, str) else tuple(a) for a in attrs_list]
+        queries = [a if type(a) is tuple else (a,) if isinstance(a, str) else tuple(a)
+                   for a in attrs_list]
+        try:    # one set operation for the whole list where every attribute is known
+            if set().union(*queries) <= self.domain._index.keys():
+                return queries
+        except TypeError:     # an unhashable attribute: the loop names it
+            pass
         for attrs in queries:
             for a in attrs:
                 if a not in self.domain:
@@ -178,16 +208,13 @@ class GraphicalModel:
         numbers, as flat count vectors, without a Factor per query where the query is itself
         one of the compiled call's (AIM's ~5,000 candidates a round)."""
         queries = self._queries(attrs_list)
-        roots, owner = _roots(queries)
+        roots, _, root_of = _plan(queries)
         done = dict(zip(roots, self.calibrated.project_arrays(roots, by_source=by_source)))
-        out = []
-        for attrs in queries:
-            root = owner[frozenset(attrs)]
-            if root == attrs:
-                out.append((done[root] * self.total).reshape(-1))
-            else:   # summed out of, or transposed from, a larger query: project_many's way
-                out.append(self._from_root(root, done[root], attrs).reshape(-1))
-        return out
+        total = self.total
+        return [(done[root] * total).reshape(-1) if root == attrs
+                # summed out of, or transposed from, a larger query: project_many's way
+                else self._from_root(root, done[root], attrs).reshape(-1)
+                for attrs, root in zip(queries, root_of)]
 
     def _from_root(self, root, values, attrs) -> np.ndarray:
         from dpcore.factor import Factor

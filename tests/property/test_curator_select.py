@@ -4,6 +4,7 @@ sampler with the same seed, picks the same candidate (issue 22's speedup changes
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,9 @@ from dpcore import Curator, Dataset, Domain
 from dpcore.accounting import PrivacyFilter
 from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import make_rng
-from dpcore.curator import SCORE_GRID, _draw, _l1, _l1_many
+from dpcore.curator import (SCORE_GRID, Curator as _C, _draw, _draw_among, _l1, _l1_cells, _l1_many,
+                            _l1_pool, _Pool)
+from dpcore.errors import InvalidArgumentError
 
 
 def brute_marginal(records, domain, attrs):
@@ -96,20 +99,34 @@ def test_select_among_is_select_on_the_subset_step_after_step(case, data):
     flat = np.concatenate(refs)
     fast = Curator(Dataset(records, domain), PrivacyFilter(100), seed=seed)
     slow = Curator(Dataset(records, domain), PrivacyFilter(100), seed=seed)
-    for step in range(data.draw(st.integers(1, 4))):
+    last = None    # a copy of the flat reference last given: what reference=None stands for
+    starts = np.cumsum([0] + [r.size for r in refs]).tolist()
+    for step in range(data.draw(st.integers(1, 5))):
         mask = np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k)))
         if not mask.any():
             mask[data.draw(st.integers(0, k - 1))] = True
-        how = data.draw(st.sampled_from(["same", "in place", "new", "vectors"]))
-        if how == "in place":
+        how = data.draw(st.sampled_from(["same", "in place", "new", "vectors", "none"]))
+        if how in ("in place", "none"):
             flat[data.draw(st.integers(0, flat.size - 1))] += 1.0   # must not reuse old scores
         elif how == "new":
             flat = flat + 0.5
-        starts = np.cumsum([0] + [r.size for r in refs]).tolist()
-        pieces = [flat[s:s + r.size] for s, r in zip(starts, refs)]
-        reference = pieces if how == "vectors" else flat
         among = mask if data.draw(st.booleans()) else np.flatnonzero(mask)
         live = np.flatnonzero(mask).tolist()
+        if how == "none":
+            # the curator's own copy of the last flat reference: the caller's array changed in
+            # place since then does not matter; with none given, a typed error and no charge
+            if last is None:
+                entries = fast.privacy_filter.ledger.entries
+                with pytest.raises(InvalidArgumentError, match="reference=None"):
+                    fast.select(cands, None, 1.5, weights=weights, penalties=penalties, among=among)
+                assert fast.privacy_filter.ledger.entries == entries
+                continue
+            pieces = [last[s:s + r.size] for s, r in zip(starts, refs)]
+            reference = None
+        else:
+            pieces = [flat[s:s + r.size] for s, r in zip(starts, refs)]
+            reference = pieces if how == "vectors" else flat
+            last = None if how == "vectors" else flat.copy()
         got = fast.select(cands, reference, 1.5, weights=weights, penalties=penalties, among=among)
         sub_flat = np.concatenate([pieces[i] for i in live])
         want = slow.select([cands[i] for i in live], sub_flat, 1.5,
@@ -117,6 +134,72 @@ def test_select_among_is_select_on_the_subset_step_after_step(case, data):
         assert got == live[want]
         assert fast.privacy_filter.ledger.entries == slow.privacy_filter.ledger.entries
     assert fast.reads == slow.reads
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_draw_among_is_draw_on_the_python_integer_scores(data):
+    # The int64 fast path of a remembered list's scores against the definition in Python
+    # integers: L1s, weights and penalties up to far past int64 (the exact fallbacks) give the
+    # same integers to the same sampler, so the same draw from the same seed.
+    k = data.draw(st.integers(1, 12))
+    big = data.draw(st.sampled_from([2 ** 20, 2 ** 40, 2 ** 61, 2 ** 70]))
+    l1 = data.draw(st.lists(st.integers(0, big), min_size=k, max_size=k))
+    live = np.flatnonzero(np.array(data.draw(st.lists(st.booleans(), min_size=k, max_size=k))))
+    if not live.size:
+        live = np.array([k - 1])
+    wbig = data.draw(st.sampled_from([SCORE_GRID, 2 ** 30, 2 ** 59]))
+    w = np.array(data.draw(st.lists(st.integers(0, wbig), min_size=live.size, max_size=live.size)),
+                 dtype=np.int64)
+    w[0] = max(int(w[0]), 1)
+    pbig = data.draw(st.sampled_from([SCORE_GRID, 2 ** 59]))
+    p = np.array(data.draw(st.lists(st.integers(-pbig, pbig), min_size=live.size,
+                                    max_size=live.size)), dtype=np.int64)
+    pool = _Pool((), [], np.zeros(0, dtype=np.int64))
+    pool.set_l1(l1, None)
+    assert (pool.l1_array is None) == (max(l1) >= 2 ** 62)
+    if pool.l1_array is not None:
+        assert pool.l1_array.tolist() == l1
+    scores = [int(wr) * (l1[r] - int(pr)) for r, wr, pr in zip(live.tolist(), w.tolist(), p.tolist())]
+    seed = data.draw(st.integers(0, 2 ** 32))
+    sens = int(w.max()) * SCORE_GRID
+    assert (_draw_among(pool, live, w, p, 0.7, sens, make_rng(seed))
+            == _draw(scores, 0.7, sens, make_rng(seed)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=6), st.data())
+def test_l1_pool_equals_l1_cells_round_after_round(sizes, data):
+    # A remembered list keeps its cells as int64 with their segment starts; every later
+    # reference gets _l1_cells' integers, including past 2^40 records and near-2^63 sums.
+    big = data.draw(st.booleans())
+    top = 2.0 ** 41 if big else 2.0 ** 39
+    cells = np.floor(np.array(data.draw(st.lists(st.floats(0, top, allow_nan=False), min_size=sum(sizes),
+                                                 max_size=sum(sizes)))) * SCORE_GRID)
+    sizes = np.array(sizes, dtype=np.int64)
+    pool = _Pool((), [], sizes)
+    for _ in range(3):
+        refs = np.array(data.draw(st.lists(st.integers(-2 ** 59, 2 ** 59), min_size=cells.size,
+                                           max_size=cells.size)), dtype=np.int64)
+        assert _l1_pool(pool, cells, refs) == _l1_cells(cells, refs, sizes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e3, 1e3)),
+                min_size=1, max_size=12))
+def test_grid_flat_is_the_checked_rint_or_the_same_error(values):
+    # The one-pass check of a flat reference against the definition: rint(x * G) as int64
+    # when every value is finite and below 2^40 in magnitude, else the same typed error.
+    ref = np.array(values)
+    sizes = np.array([ref.size], dtype=np.int64)
+    finite = bool(np.all(np.isfinite(ref)))
+    if finite and np.abs(ref).max() < 2 ** 40:
+        got = _C._grid_flat(ref, sizes)
+        assert got.dtype == np.int64 and got.tolist() == [int(np.rint(x * SCORE_GRID)) for x in values]
+    else:
+        with pytest.raises(InvalidArgumentError, match="finite" if not finite else "2\\^40"):
+            _C._grid_flat(ref, sizes)
+    assert np.array_equal(ref, np.array(values), equal_nan=True)     # the caller's array untouched
 
 
 def test_select_among_checks_its_mask_before_any_charge():
@@ -136,6 +219,9 @@ def test_select_among_checks_its_mask_before_any_charge():
     with pytest.raises(InvalidArgumentError, match="reference must be finite"):
         # every candidate's reference is checked, not only the subset's
         curator.select(cands, np.array([0, 0, np.nan, 0, 0]), 1.0, among=[0])
+    for among in (None, [0]):    # no flat reference given yet: nothing for None to stand for
+        with pytest.raises(InvalidArgumentError, match="reference=None"):
+            curator.select(cands, None, 1.0, among=among)
     assert curator.privacy_filter.ledger.entries == () and curator.reads == 0
     assert curator.select(cands, np.zeros(5), 1.0, among=[1]) == 1
     assert curator.privacy_filter.ledger.entries[0].what["candidates"] == 1
@@ -185,3 +271,19 @@ def test_a_compressed_view_reads_the_coarsened_marginals_counted_or_aggregated(d
         np.testing.assert_allclose(got, want.ravel(), rtol=1e-12, atol=1e-12)
         if weights is None:
             assert np.array_equal(got, want.ravel())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 299), st.sampled_from([0.0, 1.0, -0.0, np.nan, np.inf]),
+       st.booleans())
+def test_reference_comparison_is_array_equal(n, where, value, reshape):
+    # The early-out comparison of a flat reference with the remembered one is array_equal
+    # wherever the difference sits (in or past the first cells, NaN, -0.0, another length).
+    from dpcore.curator import _equal
+    a = np.arange(n, dtype=np.float64)
+    b = a.copy()
+    b[where % n] = value
+    if reshape:
+        b = np.concatenate([b, [1.0]])
+    assert _equal(a, b) == np.array_equal(a, b)
+    assert _equal(a, a.copy())

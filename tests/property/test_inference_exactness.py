@@ -179,3 +179,45 @@ def test_problem_loss_and_gradient_equal_the_sum_over_measurements(seed, structu
     assert loss == pytest.approx(want_loss + 0.0, rel=1e-10)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-9 * np.abs(want_grad).max())
     assert problem.has_extra
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 30), cols=st.integers(1, 30),
+       density=st.floats(0.0, 1.0))
+def test_problem_matvec_is_the_sparse_product_bit_for_bit(seed, rows, cols, density):
+    # Problem.extra_loss calls scipy's CSR kernel directly: the same numbers as `a @ x` to the
+    # last bit (the fits, and so a seed's synthetic records, depend on every bit).
+    import scipy.sparse as sp
+
+    from dpcore.inference.problem import _matvec
+    rng = np.random.default_rng(seed)
+    a = sp.random(rows, cols, density=density, format="csr", random_state=rng) * 1e3
+    for matrix in (a, a.T.tocsr()):
+        x = rng.standard_normal(matrix.shape[1]) * 10.0 ** rng.integers(-5, 5)
+        got = _matvec(matrix)(x)
+        assert got.dtype == np.float64 and got.shape == (matrix.shape[0],)
+        assert np.array_equal(got, matrix @ x)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 14), min_size=0, max_size=14, unique=True).map(tuple),
+                min_size=1, max_size=12, unique_by=frozenset))
+def test_problem_maximal_groups_are_the_pairwise_definition(groups):
+    # Problem's cliques (subsets listed for small groups, compared for large ones, which
+    # groups of up to 14 attributes reach) against "no other group strictly contains it".
+    from dpcore.inference.problem import _maximal
+    sets = [frozenset(g) for g in groups]
+    assert _maximal(groups) == [g for g, s in zip(groups, sets) if not any(s < t for t in sets)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), min_size=1, max_size=5, unique=True).map(tuple),
+                min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), min_size=0, max_size=4, unique=True).map(tuple))
+def test_first_containing_clique_is_the_scan(cliques, attrs):
+    # initial_potentials' lookup of the first clique holding a warm start's potential against
+    # the scan it replaces (None where no clique holds it), and the fallback for large cliques.
+    from dpcore.inference.estimation import _first_containing
+    want = next((i for i, c in enumerate(cliques) if set(attrs) <= set(c)), None)
+    assert _first_containing(cliques).get(frozenset(attrs)) == want
+    assert _first_containing(cliques, limit=2) is None or all(len(c) <= 2 for c in cliques)

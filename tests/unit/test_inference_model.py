@@ -126,7 +126,7 @@ def test_project_many_matches_single_projections_on_random_query_lists():
 
 
 def test_remembered_roots_equal_the_recomputed_ones_over_a_sequence_of_lists():
-    """_roots keeps the last list's answer: over a random sequence of query lists (repeats,
+    """_roots keeps the last few lists' answers: over a random sequence of query lists (repeats,
     equal lists built anew, changed ones) every answer equals _find_roots' fresh one, and the
     model's projections equal single projections."""
     from hypothesis import given, settings, strategies as st
@@ -136,19 +136,22 @@ def test_remembered_roots_equal_the_recomputed_ones_over_a_sequence_of_lists():
     attrs = st.lists(st.sampled_from(domain.attrs), min_size=1, max_size=3, unique=True).map(tuple)
     lists = st.lists(attrs, min_size=1, max_size=8)
 
-    @settings(max_examples=30, deadline=None)
-    @given(st.lists(st.tuples(lists, st.booleans()), min_size=1, max_size=5))
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.tuples(lists, st.integers(0, 6)), min_size=1, max_size=9))
     def check(sequence):
-        previous = None
-        for queries, repeat in sequence:
-            if repeat and previous is not None:
-                queries = [tuple(list(q)) for q in previous]   # an equal list, new objects
+        seen = []
+        for queries, back in sequence:
+            if back and back <= len(seen):
+                # an equal list built anew from one `back` lists ago (the memo keeps a few;
+                # AIM alternates its pool and the chosen marginal)
+                queries = [tuple(list(q)) for q in seen[-back]]
+            seen.append(queries)
             roots, owner = model_module._roots(queries)
             fresh_roots, fresh_owner = model_module._find_roots(queries)
             assert list(roots) == fresh_roots and dict(owner) == fresh_owner
+            assert model_module._plan(queries)[2] == tuple(fresh_owner[frozenset(q)] for q in queries)
             for q, f in zip(queries, model.project_many(queries)):
                 np.testing.assert_allclose(f.values, model.project(q).values, rtol=1e-12, atol=1e-9)
-            previous = queries
 
     check()
 
@@ -169,3 +172,30 @@ def test_project_values_are_project_many_datavectors_bit_for_bit():
         np.testing.assert_allclose(v, f.datavector(), rtol=1e-12, atol=1e-9)
     with pytest.raises(Exception, match="not in the domain"):
         model.project_values([("a", "zz")])
+
+
+def test_find_roots_is_the_definition():
+    """_find_roots (subsets remembered per query) against the definition: the first query of
+    each attribute set that no other query strictly contains, in list order, and each query
+    read from the first root, longest first, that holds it; queries past the subset limit
+    take the comparing path."""
+    from hypothesis import given, settings, strategies as st
+
+    from dpcore.inference import model as model_module
+    names = [f"x{i}" for i in range(14)]
+    query = st.lists(st.sampled_from(names), min_size=1, max_size=14, unique=True).map(tuple)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.one_of(query, query.map(lambda q: q[:2])), min_size=1, max_size=10))
+    def check(queries):
+        roots, owner = model_module._find_roots(queries)
+        first = {}
+        for q in queries:
+            first.setdefault(frozenset(q), q)
+        want = [q for s, q in first.items() if not any(s < t for t in first)]
+        assert roots == want
+        ordered = sorted(want, key=len, reverse=True)
+        for q in queries:
+            assert owner[frozenset(q)] == next(r for r in ordered if set(q) <= set(r))
+
+    check()

@@ -1,4 +1,5 @@
 """JunctionTree and CalibratedTree: hand-computed structure, sizes, sampling basics, errors."""
+import itertools
 import os
 import signal
 import time
@@ -234,3 +235,40 @@ def test_calibrator_bad_input_raises_typed_errors():
     outside = tree.calibrator([("a",)], [("b",)])
     with pytest.raises(InvalidArgumentError, match="inside a potential"):
         outside.spread(np.zeros(3))
+
+
+def test_remembered_query_ids_and_jt_batches_equal_fresh_ones_and_still_check():
+    """The per-domain query table and the remembered JT-size batch (issue 22) against fresh
+    answers: over a sequence of trees on two domains (same names, other sizes), candidate
+    tuples kept or rebuilt, and bad candidates, every answer equals a tree's own _ids and a
+    fresh hypothetical size, and a bad query is refused with the caller's wording."""
+    from hypothesis import given, settings, strategies as st
+
+    import dpcore.junction_tree as jt
+    names = ("a", "b", "c", "d", "e")
+    domains = [Domain(names, (2, 3, 2, 4, 2)), Domain(names, (3, 3, 2, 2, 5))]
+    pairs = [p for p in itertools.combinations(names, 2)]
+    clique_lists = st.lists(st.sampled_from(pairs), max_size=4)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.tuples(st.integers(0, 1), clique_lists, st.booleans(), st.booleans()),
+                    min_size=1, max_size=6))
+    def check(steps):
+        candidates = tuple(pairs) + tuple((n,) for n in names)
+        for which, cliques, rebuild, with_domain in steps:
+            domain = domains[which]
+            tree = JunctionTree(domain, cliques)
+            if rebuild:     # an equal tuple, new objects: recomputed, the same numbers
+                candidates = tuple(tuple(list(c)) for c in candidates)
+            sizes = tree.hypothetical_sizes_mb(candidates)
+            assert sizes == [JunctionTree(domain, list(cliques) + [c]).size_mb for c in candidates]
+            got = jt._query_many(tree, list(candidates), with_domain)
+            for c, (ids, sub) in zip(candidates, got):
+                assert ids == tree._ids(c, "query")
+                assert sub == (domain.project(c) if with_domain else sub)
+            with pytest.raises(InvalidArgumentError, match="candidate attributes must be"):
+                tree.hypothetical_sizes_mb(candidates[:2] + (("a", "zz"),))
+            with pytest.raises(InvalidArgumentError, match="query attributes must be distinct"):
+                jt._query_many(tree, [("a", "a")])
+
+    check()

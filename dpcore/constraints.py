@@ -395,7 +395,7 @@ def violations(codes: np.ndarray, schema: "Schema") -> list[dict[str, Any]]:
     return out
 
 
-def _zero_masks(schema: "Schema") -> list[tuple[str, dict[str, np.ndarray]]]:
+def zero_masks(schema: "Schema") -> list[tuple[str, dict[str, np.ndarray]]]:
     """Per forbidden rule: its per-column masks over the measured columns (a predicate on a
     derived column becomes one on its parent, predicates on one column AND-ed); rules left
     forbidding nothing are dropped. Cheap (no product over the columns is built)."""
@@ -424,7 +424,7 @@ def zero_cliques(schema: "Schema", *, max_cells: int | None = None) -> list[tupl
     whose clique has more cells than that (its mask, and a model table over it, are built
     whole)."""
     out: dict[frozenset, tuple[str, ...]] = {}
-    for name, masks in _zero_masks(schema):
+    for name, masks in zero_masks(schema):
         cells = math.prod(len(m) for m in masks.values())
         if max_cells is not None and cells > max_cells:
             raise _err(name, f"spans {list(masks)}: a model clique of {cells} cells, above the "
@@ -443,7 +443,7 @@ def structural_zeros(schema: "Schema", *, max_cells: int | None = None) -> list:
     from dpcore.inference.zeros import StructuralZero
     zero_cliques(schema, max_cells=max_cells)
     out = []
-    for _, masks in _zero_masks(schema):
+    for _, masks in zero_masks(schema):
         cols = list(masks)
         cells = np.ones([len(masks[c]) for c in cols], dtype=bool)
         for axis, c in enumerate(cols):

@@ -588,12 +588,41 @@ class Synthesizer(abc.ABC):
             have += min(len(ok), want)
             drawn, allowed = drawn + batch, allowed + len(ok)
             if have < n and drawn >= 10_000 and allowed < 1e-3 * drawn:
+                self.rejection_rate_ = 1.0 - allowed / drawn
+                rows = self._draw_conditioned(n, int(rng.integers(2 ** 63)))
+                if rows is not None:
+                    return rows
                 names = ", ".join(r.name for r in forbidden_rules(self.schema_))
                 raise InvalidArgumentError(
                     f"the fitted model puts more than 99.9% of its mass on cells forbidden by "
-                    f"the schema constraints ({names}): cannot sample allowed rows")
+                    f"the schema constraints ({names}), and its law conditioned on the allowed "
+                    f"cells cannot be drawn exactly (the rules' columns and the model cliques "
+                    f"joining them exceed the cell cap, or the model is on a compressed "
+                    f"domain): cannot sample allowed rows")
         self.rejection_rate_ = 1.0 - allowed / drawn
         return np.concatenate(kept)
+
+    def _draw_conditioned(self, n: int, seed: Any) -> np.ndarray | None:
+        """The fallback when rejection fails: ``n`` rows of every column drawn exactly from the
+        model conditioned on the allowed cells (:mod:`mechanisms.conditioned`), or None where
+        that is not available (a model that is not a graphical model on the measured domain,
+        or a marginal over the rules' block above the cell cap)."""
+        from dpcore.constraints import zero_masks
+        from dpcore.inference.model import GraphicalModel
+        from .conditioned import conditioned_rows
+        from .plan import cell_cap
+        result = self._fitted()
+        if not isinstance(result.model, GraphicalModel) or result.extras.get("compression"):
+            return None
+        masks = [m for _, m in zero_masks(self.schema_)]
+        rows = conditioned_rows(result.model, masks, self._draw, list(self._measured().names),
+                                n, seed, cell_cap())
+        if rows is None:
+            return None
+        full = expand(rows, self.schema_)
+        if forbidden_rows(full, self.schema_).any():    # the masks are the rules: cannot happen
+            raise AssertionError("conditioned sampling drew a forbidden row")
+        return full
 
     def _next_sample_seed(self) -> int:
         """One generator for every sample() without an explicit seed: a fixed synthesizer seed

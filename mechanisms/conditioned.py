@@ -18,6 +18,20 @@ independent model S is just the rules' columns. This needs the marginal on S as 
 :func:`conditioned_rows` returns None and the caller refuses as before. If the model gives the
 allowed cells of S no mass at all (its log-potentials' floor underflowed), the allowed cells are
 drawn uniformly: the conditional is then undefined, and uniform is its limit under any smoothing.
+The same conditioning for the other released models (:func:`conditioned_draw`):
+
+* a product mixture (RAP-softmax, GEM: B product distributions mixed uniformly): the component
+  is drawn with probability proportional to its mass on the allowed cells of the rules' columns
+  S, then x_S from that component's masked product and the rest from the component as usual
+  (exact: P(j, x | allowed) is proportional to P_j(x_S) P_j(x_rest) on allowed x_S); needs the
+  B x |S| table within the cell cap;
+* a mixture of records (FEM, DQRS, PrivPGD's particles: the uniform law on a table of records):
+  the allowed records uniformly; none allowed refuses (None).
+
+The histogram families (PEP, MWEM-explicit) release a one-clique graphical model: S is then the
+whole (capped) domain. MST and NIST-MST models live on a compressed (or transformed) domain and
+are not handled (None).
+
 Everything here reads only the released model and the public rules: post-processing, no budget
 (proofs/structural_constraints.py).
 """
@@ -61,14 +75,7 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     shape = [model.domain.size((a,)) for a in attrs]
     if not attrs or math.prod(shape) > max_cells:
         return None
-    forbidden = np.zeros(shape, dtype=bool)
-    for rule in masks:
-        hit = np.ones([1] * len(attrs), dtype=bool)
-        for col, mask in rule.items():
-            axes = [1] * len(attrs)
-            axes[attrs.index(col)] = -1
-            hit = hit & np.asarray(mask, dtype=bool).reshape(axes)
-        forbidden |= hit
+    forbidden = _forbidden(attrs, shape, masks)
     weights = np.clip(np.asarray(model.project(tuple(attrs)).values, dtype=np.float64), 0, None)
     weights = np.where(forbidden, 0.0, weights).ravel()
     if not weights.sum() > 0:     # no mass on the allowed cells: their uniform law (docstring)
@@ -80,3 +87,91 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     for a, codes in zip(attrs, np.unravel_index(cells, shape)):
         rows[:, names.index(a)] = codes
     return rows
+
+
+def _forbidden(attrs: list[str], shape: list[int], masks: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """The forbidden cells of the table over ``attrs`` (every rule's columns among them)."""
+    forbidden = np.zeros(shape, dtype=bool)
+    for rule in masks:
+        hit = np.ones([1] * len(attrs), dtype=bool)
+        for col, mask in rule.items():
+            axes = [1] * len(attrs)
+            axes[attrs.index(col)] = -1
+            hit = hit & np.asarray(mask, dtype=bool).reshape(axes)
+        forbidden |= hit
+    return forbidden
+
+
+def mixture_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int, seed: Any,
+                 max_cells: int) -> np.ndarray | None:
+    """``n`` rows from a :class:`~mechanisms.product_mixture.ProductMixture` conditioned on the
+    allowed cells (module docstring), or None when its B x |S| table exceeds ``max_cells``."""
+    names = list(model.domain.attrs)
+    attrs = [a for a in names if any(a in rule for rule in masks)]
+    shape = [model.domain.size((a,)) for a in attrs]
+    B = model.components
+    if not attrs or B * math.prod(shape) > max_cells:
+        return None
+    joint = np.ones([B] + [1] * len(attrs))
+    for k, a in enumerate(attrs):
+        axes = [B] + [1] * len(attrs)
+        axes[k + 1] = shape[k]
+        joint = joint * model.tables[names.index(a)].reshape(axes)
+    allowed = ~_forbidden(attrs, shape, masks)
+    joint = (joint * allowed).reshape(B, -1)
+    mass = joint.sum(axis=1)
+    if not mass.sum() > 0:        # no mass on the allowed cells: their uniform law
+        joint = np.broadcast_to(allowed.ravel().astype(np.float64), joint.shape)
+        mass = joint.sum(axis=1)
+    rng = np.random.default_rng(seed)
+    which = rng.choice(B, size=n, p=mass / mass.sum())
+    codes = np.empty((n, len(names)), dtype=np.int64)
+    for j in np.unique(which):
+        at = np.flatnonzero(which == j)
+        cells = rng.choice(joint.shape[1], size=len(at), p=joint[j] / mass[j])
+        for a, values in zip(attrs, np.unravel_index(cells, shape)):
+            codes[at, names.index(a)] = values
+        for i, a in enumerate(names):
+            if a not in attrs:
+                table = model.tables[i][j]
+                codes[at, i] = rng.choice(len(table), size=len(at), p=table / table.sum())
+    return codes
+
+
+def record_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int,
+                seed: Any) -> np.ndarray | None:
+    """``n`` rows from a mixture of records (the uniform law on ``model.records``) conditioned
+    on the allowed cells: the allowed records uniformly; None when none is allowed."""
+    names = list(model.domain.attrs)
+    records = np.asarray(model.records)
+    bad = np.zeros(len(records), dtype=bool)
+    for rule in masks:
+        hit = np.ones(len(records), dtype=bool)
+        for col, mask in rule.items():
+            hit &= np.asarray(mask, dtype=bool)[records[:, names.index(col)]]
+        bad |= hit
+    keep = records[~bad]
+    if not len(keep):
+        return None
+    return keep[np.random.default_rng(seed).integers(len(keep), size=n)]
+
+
+def conditioned_draw(model: Any, masks: list[dict[str, np.ndarray]],
+                     draw: Callable[[int, int], np.ndarray], names: list[str], n: int,
+                     seed: Any, max_cells: int) -> np.ndarray | None:
+    """``n`` rows (columns ``names``) from ``model`` conditioned on the allowed cells, by the
+    model's kind (module docstring), or None where no exact draw is available."""
+    from dpcore.inference.model import GraphicalModel
+
+    from .fem import MixtureModel
+    from .product_mixture import ProductMixture
+    if isinstance(model, GraphicalModel):
+        return conditioned_rows(model, masks, draw, names, n, seed, max_cells)
+    domain = getattr(model, "domain", None)
+    if domain is None or list(domain.attrs) != list(names):
+        return None
+    if isinstance(model, ProductMixture):
+        return mixture_rows(model, masks, n, seed, max_cells)
+    if isinstance(model, MixtureModel):
+        return record_rows(model, masks, n, seed)
+    return None

@@ -91,3 +91,56 @@ def test_independent_tiny_budget_huge_column_samples_the_allowed_cells(tmp_path)
     assert (own["c"] == "c0").all()
     s.write(tmp_path / "o.csv", 100)
     assert verify_ledger(ledger, allow_fixed_seed=True).ok
+
+
+def test_product_mixture_rows_follow_the_brute_force_conditional():
+    from mechanisms.conditioned import mixture_rows
+    from mechanisms.product_mixture import ProductMixture
+    rng = np.random.default_rng(2)
+    dom = Domain(("a", "b", "c"), (3, 4, 2))
+    tables = [rng.uniform(0.1, 1, (3, k)) for k in dom.shape]
+    model = ProductMixture(dom, tables, 100.0)
+    masks = [{"a": np.array([True, False, False]), "c": np.array([False, True])},
+             {"b": np.array([True, True, False, False])}]
+    n = 60_000
+    rows = mixture_rows(model, masks, n, 5, 10 ** 6)
+    # brute force: the mixture's full joint (1/B sum_j prod_i P_i[j]), forbidden zeroed
+    t = model.tables
+    joint = np.einsum("ja,jb,jc->abc", t[0], t[1], t[2]) / 3
+    joint[0, :, 1] = 0
+    joint[:, :2, :] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, dom.shape), minlength=24)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    assert mixture_rows(model, masks, 10, 5, 3 * 3 * 4 * 2 - 1) is None   # B x |S| over the cap
+
+
+def test_record_rows_draw_the_allowed_records_uniformly():
+    from mechanisms.conditioned import record_rows
+    from mechanisms.fem import MixtureModel
+    dom = Domain(("a", "b"), (3, 2))
+    records = np.array([[0, 0], [1, 1], [2, 0], [2, 1], [0, 1]])
+    model = MixtureModel(dom, records, 5.0)
+    masks = [{"a": np.array([True, False, True]), "b": np.array([False, True])}]  # a!=1, b=1
+    rows = record_rows(model, masks, 30_000, 1)
+    got = np.bincount(rows[:, 0] * 2 + rows[:, 1], minlength=6)
+    assert got[[5, 1]].sum() == 0 and got[[0, 3, 4]].min() > 9_000   # (2,1), (0,1) dropped
+    assert record_rows(model, [{"a": np.array([True, True, True])}], 3, 1) is None
+
+
+@pytest.mark.parametrize("name", ["mwem-explicit", "rap-softmax"])
+def test_other_families_tiny_budget_sample_the_allowed_cells(name, tmp_path):
+    # the same failure for a histogram family (a one-clique graphical model) and a product
+    # mixture: rejection fails after the spend, the exact conditional is drawn instead
+    K = 2_000
+    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
+              "constraints": [{"type": "forbidden", "name": "only_c0",
+                               "when": {"c": {"not_in": ["c0"]}}}]}
+    df = pd.DataFrame({"sex": ["F", "M"] * 50, "c": "c0"})
+    s = Synthesizer.create(name, epsilon=0.01, progress=False, seed=1, rounds=1,
+                           workload="all-2way").fit(df, schema)
+    out = s.sample(500)
+    assert (out["c"] == "c0").all() and s.rejection_rate_ > 0.999

@@ -27,7 +27,10 @@ marginal touching a rule's columns; a structural zero does not (bench/results/co
 Rejection (``Synthesizer.sample_codes``) stays as the fallback for what the model cannot hold:
 mechanisms without zeros (independent, FEM, the histogram families, NIST-MST), and MST's
 compressed cells that merge allowed and forbidden values (its reverse transform may place a row
-in a forbidden cell). Every rule is public and both steps read only the released measurements or
+in a forbidden cell). When rejection fails (the model's mass is almost all forbidden) the
+model's law on the allowed cells is drawn exactly where that is cheap
+(:mod:`mechanisms.conditioned`). The rule cliques are sized before any charge
+(:func:`zero_cliques`, in the plan). Every rule is public and both steps read only the released measurements or
 model, so no release's sensitivity changes (proofs/structural_constraints.py).
 """
 from __future__ import annotations

@@ -76,6 +76,8 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     if not attrs or math.prod(shape) > max_cells:
         return None
     forbidden = _forbidden(attrs, shape, masks)
+    if forbidden.all():           # the rules together forbid every cell: nothing to draw
+        return None
     weights = np.clip(np.asarray(model.project(tuple(attrs)).values, dtype=np.float64), 0, None)
     weights = np.where(forbidden, 0.0, weights).ravel()
     if not weights.sum() > 0:     # no mass on the allowed cells: their uniform law (docstring)
@@ -118,6 +120,8 @@ def mixture_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int, seed: A
         axes[k + 1] = shape[k]
         joint = joint * model.tables[names.index(a)].reshape(axes)
     allowed = ~_forbidden(attrs, shape, masks)
+    if not allowed.any():
+        return None
     joint = (joint * allowed).reshape(B, -1)
     mass = joint.sum(axis=1)
     if not mass.sum() > 0:        # no mass on the allowed cells: their uniform law

@@ -402,9 +402,13 @@ class Synthesizer(abc.ABC):
     def _rule_options(self, schema: Schema) -> dict[str, Any]:
         """What the planner must size for the schema's rules: ``{"fixed": cliques}`` for a
         mechanism fitting structural zeros (each rule clique within the cell cap, checked
-        here naming the rule); empty otherwise."""
+        here naming the rule); empty otherwise. A rule that forbids every cell of its
+        measured columns is refused here for every mechanism."""
         from .plan import cell_cap
-        if not (self.uses_zeros and forbidden_rules(schema)):
+        if not forbidden_rules(schema):
+            return {}
+        if not self.uses_zeros:     # still refuse a rule forbidding every cell, before any charge
+            zero_cliques(schema)
             return {}
         fixed = zero_cliques(schema, max_cells=cell_cap())
         return {"fixed": fixed} if fixed else {}

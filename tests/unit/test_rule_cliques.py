@@ -158,3 +158,22 @@ def test_cli_memory_advice_names_only_the_mechanism_options():
     for name in ("independent", "mst", "nist-mst", "pep", "fem", "privpgd"):
         assert "--max-model-size" not in _memory_advice(Namespace(mechanism=name))
     assert "--rows" not in _memory_advice(Namespace())
+
+
+@pytest.mark.parametrize("name", ["independent", "pep", "mst"])
+def test_a_rule_forbidding_every_measured_cell_is_refused_by_every_plan(name, tmp_path):
+    # the child value "Z" is never derived, so "CAT not Z" forbids every parent code: was only
+    # caught when building the zeros (after open_run, and no longer built for independent/pep)
+    schema = {"columns": {"IND": {"type": "categorical", "categories": ["a", "b"]},
+                          "CAT": {"type": "categorical", "categories": ["A", "B", "Z"]},
+                          "x": {"type": "categorical", "categories": ["u", "v"]}},
+              "constraints": [
+                  {"type": "derived", "name": "cat", "column": "CAT", "from": "IND",
+                   "map": {"a": "A", "b": "B"}},
+                  {"type": "forbidden", "name": "notz", "when": {"CAT": {"not_in": ["Z"]}}}]}
+    df = pd.DataFrame({"IND": ["a", "b"] * 20, "CAT": ["A", "B"] * 20, "x": ["u"] * 40})
+    ledger = tmp_path / "l.json"
+    s = Synthesizer.create(name, epsilon=1.0, progress=False, ledger_path=ledger)
+    with pytest.raises(SchemaError, match="'notz'.*forbids every cell"):
+        s.fit(df, schema)
+    assert not ledger.exists()

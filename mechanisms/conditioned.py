@@ -29,8 +29,9 @@ The same conditioning for the other released models (:func:`conditioned_draw`):
   the allowed records uniformly; none allowed refuses (None).
 
 The histogram families (PEP, MWEM-explicit) release a one-clique graphical model: S is then the
-whole (capped) domain. MST and NIST-MST models live on a compressed (or transformed) domain and
-are not handled (None).
+whole (capped) domain. MST's model lives on a compressed domain whose merged codes are spread
+uniformly over the values they merged: the block's marginal is expanded to the original codes
+with that spread (the law MST's sampler follows), then conditioned as above.
 
 Everything here reads only the released model and the public rules: post-processing, no budget
 (proofs/structural_constraints.py).
@@ -63,22 +64,34 @@ def rule_block(model: Any, rule_columns: list[list[str]]) -> list[str]:
 
 def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
                      draw: Callable[[int, int], np.ndarray], names: list[str], n: int,
-                     seed: Any, max_cells: int) -> np.ndarray | None:
+                     seed: Any, max_cells: int, mapping: Any = None) -> np.ndarray | None:
     """``n`` rows (codes of the columns ``names``, the model's attributes) from ``model``
     conditioned on no rule of ``masks`` holding (each rule: column -> boolean mask over its
     codes, forbidden where every column's mask holds), or None when the marginal on S would
     exceed ``max_cells`` (or the model is not on ``names``). ``draw(n, seed)``: n rows from the
-    model (the caller's sampler), columns ``names``."""
+    model (the caller's sampler), columns ``names``. ``mapping``: MST's compression
+    (``{column: compressed code of each original code}``; the model is on the compressed
+    domain and ``draw`` spreads a merged code uniformly over the codes it merged): the block's
+    marginal is then expanded to the original codes, each merged code getting its group's mass
+    over the group's size, which is the law ``draw`` follows."""
+    mapping = mapping or {}
     if sorted(names) != sorted(model.domain.attrs):
         return None
     attrs = rule_block(model, [list(m) for m in masks])
-    shape = [model.domain.size((a,)) for a in attrs]
+    shape = [len(mapping[a]) if a in mapping else model.domain.size((a,)) for a in attrs]
     if not attrs or math.prod(shape) > max_cells:
         return None
     forbidden = _forbidden(attrs, shape, masks)
     if forbidden.all():           # the rules together forbid every cell: nothing to draw
         return None
     weights = np.clip(np.asarray(model.project(tuple(attrs)).values, dtype=np.float64), 0, None)
+    for axis, a in enumerate(attrs):
+        if a in mapping:          # compressed codes -> original codes, mass spread uniformly
+            codes = np.asarray(mapping[a], dtype=np.int64)
+            spread = 1.0 / np.bincount(codes)[codes]
+            axes = [1] * len(attrs)
+            axes[axis] = -1
+            weights = np.take(weights, codes, axis=axis) * spread.reshape(axes)
     weights = np.where(forbidden, 0.0, weights).ravel()
     if not weights.sum() > 0:     # no mass on the allowed cells: their uniform law (docstring)
         weights = (~forbidden).ravel().astype(np.float64)
@@ -162,15 +175,18 @@ def record_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int,
 
 def conditioned_draw(model: Any, masks: list[dict[str, np.ndarray]],
                      draw: Callable[[int, int], np.ndarray], names: list[str], n: int,
-                     seed: Any, max_cells: int) -> np.ndarray | None:
+                     seed: Any, max_cells: int, mapping: Any = None) -> np.ndarray | None:
     """``n`` rows (columns ``names``) from ``model`` conditioned on the allowed cells, by the
-    model's kind (module docstring), or None where no exact draw is available."""
+    model's kind (module docstring), or None where no exact draw is available. ``mapping``:
+    MST's compression of a graphical model (:func:`conditioned_rows`)."""
     from dpcore.inference.model import GraphicalModel
 
     from .fem import MixtureModel
     from .product_mixture import ProductMixture
     if isinstance(model, GraphicalModel):
-        return conditioned_rows(model, masks, draw, names, n, seed, max_cells)
+        return conditioned_rows(model, masks, draw, names, n, seed, max_cells, mapping)
+    if mapping:
+        return None
     domain = getattr(model, "domain", None)
     if domain is None or list(domain.attrs) != list(names):
         return None

@@ -601,27 +601,24 @@ class Synthesizer(abc.ABC):
                     f"the fitted model puts more than 99.9% of its mass on cells forbidden by "
                     f"the schema constraints ({names}), and its law conditioned on the allowed "
                     f"cells cannot be drawn exactly (a table over the rules' columns and the "
-                    f"model parts joining them exceeds the cell cap, the model is on a "
-                    f"compressed domain, or none of its records is allowed): cannot sample "
-                    f"allowed rows")
+                    f"model parts joining them exceeds the cell cap, or none of its records is "
+                    f"allowed): cannot sample allowed rows")
         self.rejection_rate_ = 1.0 - allowed / drawn
         return np.concatenate(kept)
 
     def _draw_conditioned(self, n: int, seed: Any) -> np.ndarray | None:
         """The fallback when rejection fails: ``n`` rows of every column drawn exactly from the
         model conditioned on the allowed cells (:mod:`mechanisms.conditioned`: graphical models,
-        including the histogram families', product mixtures and mixtures of records), or None
-        where that is not available (MST's compressed model, a table over the rules' block
-        above the cell cap, a mixture of records with no allowed record)."""
+        including the histogram families' and MST's compressed one, product mixtures and
+        mixtures of records), or None where that is not available (a table over the rules'
+        block above the cell cap, a mixture of records with no allowed record)."""
         from dpcore.constraints import zero_masks
         from .conditioned import conditioned_draw
         from .plan import cell_cap
         result = self._fitted()
-        if result.extras.get("compression"):     # MST's model is on the compressed domain
-            return None
         masks = [m for _, m in zero_masks(self.schema_)]
         rows = conditioned_draw(result.model, masks, self._draw, list(self._measured().names),
-                                n, seed, cell_cap())
+                                n, seed, cell_cap(), result.extras.get("compression") or None)
         if rows is None:
             return None
         full = expand(rows, self.schema_)

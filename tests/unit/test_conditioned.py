@@ -144,3 +144,42 @@ def test_other_families_tiny_budget_sample_the_allowed_cells(name, tmp_path):
                            workload="all-2way").fit(df, schema)
     out = s.sample(500)
     assert (out["c"] == "c0").all() and s.rejection_rate_ > 0.999
+
+
+def test_compressed_model_rows_follow_the_brute_force_conditional():
+    # MST's model is on a compressed domain; its sampler spreads a merged code uniformly over
+    # the codes it merged. b's 4 original codes: 0, 1 kept, 2 and 3 merged into code 2.
+    model = _model()                                     # a: 3, b: 4, c: 5 (compressed sizes)
+    mapping = {"b": np.array([0, 1, 2, 2, 3, 3])}        # b has 6 original codes
+    orig = (3, 6, 5)
+    comp = model.project(("a", "b", "c")).values
+    full = np.take(comp, mapping["b"], axis=1) / 2.0
+    full[:, :2, :] *= 2.0                                # kept codes: no spread
+
+    def draw(n, seed):
+        cells = np.random.default_rng(seed).choice(full.size, size=n, p=full.ravel() / full.sum())
+        return np.stack(np.unravel_index(cells, orig), axis=1)
+    masks = [{"b": np.array([False, True, True, False, True, False])}]   # b in {1, 2, 4} out
+    n = 60_000
+    rows = conditioned_rows(model, masks, draw, ["a", "b", "c"], n, 3, 10 ** 6, mapping)
+    joint = full.copy()
+    joint[:, [1, 2, 4], :] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, orig), minlength=joint.size)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+
+
+def test_mst_tiny_budget_huge_column_samples_the_allowed_cells():
+    # MST compresses c's 20,000 values (almost all merged), so its zero cannot hold the rule
+    # and rejection fails; the compressed model's law on the allowed cells is drawn instead
+    K = 20_000
+    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
+              "constraints": [{"type": "forbidden", "name": "only_c0",
+                               "when": {"c": {"not_in": ["c0"]}}}]}
+    df = pd.DataFrame({"sex": ["F", "M"] * 100, "c": "c0"})
+    s = Synthesizer.create("mst", epsilon=0.05, progress=False, seed=0).fit(df, schema)
+    out = s.sample(300)
+    assert (out["c"] == "c0").all() and s.rejection_rate_ > 0.999

@@ -1,4 +1,4 @@
-"""Exact sampling from a fitted graphical model conditioned on a schema's allowed cells, for when
+"""Exact sampling from a released model conditioned on a schema's allowed cells, for when
 rejection fails (audit 14, item 3).
 
 Rejection (:meth:`mechanisms.synthesizer.Synthesizer._draw_allowed`) draws from the model and
@@ -14,8 +14,8 @@ P(x) = P(x_S) P(x_rest), and the allowed set constrains x_S only, so
 P(x | allowed) = P(x_S | x_S allowed) P(x_rest): draw the rest from the model as usual and x_S
 from the model's marginal on S with the forbidden cells zeroed, renormalised. For the
 independent model S is just the rules' columns. This needs the marginal on S as one table
-(within the cell cap) and a model on the measured domain (not MST's compressed one); otherwise
-:func:`conditioned_rows` returns None and the caller refuses as before. If the model gives the
+(within the cell cap); otherwise :func:`conditioned_rows` returns None and the caller refuses as
+before. If the model gives the
 allowed cells of S no mass at all (its log-potentials' floor underflowed), the allowed cells are
 drawn uniformly: the conditional is then undefined, and uniform is its limit under any smoothing.
 The same conditioning for the other released models (:func:`conditioned_draw`):

@@ -1091,6 +1091,22 @@ def _main(argv: Sequence[str] | None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _memory_advice(args: argparse.Namespace) -> str:
+    """What to try after a MemoryError: only options the command's mechanism takes (audit 14:
+    the advice named --max-model-size for mechanisms without it)."""
+    mechanism = getattr(args, "mechanism", None)
+    if mechanism in ("aim", "mwem"):
+        return "try a smaller --max-model-size or --workload, or coarsen the schema"
+    if mechanism == "privpgd":
+        return "try fewer --particles or a smaller --workload, or coarsen the schema"
+    if mechanism in ("fem", "sepfem", "dqrs", "mwem-explicit", "pep", "rap-softmax", "gem",
+                     "gem-pub"):
+        return "try a smaller --workload, or coarsen the schema"
+    if mechanism is not None:
+        return "coarsen the schema (fewer categories or bins) or write fewer --rows"
+    return "the input or the schema needs more memory than this machine has"
+
+
 def _run(argv: Sequence[str] | None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(argv)
@@ -1113,8 +1129,8 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise
     except MemoryError as err:
-        print(f"dpcore: error: out of memory ({err or 'MemoryError'}); try a smaller "
-              f"--max-model-size or --workload", file=sys.stderr)
+        print(f"dpcore: error: out of memory ({err or 'MemoryError'}); "
+              f"{_memory_advice(args)}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as err:  # e.g. disk full while writing; the atomic writers left nothing
         print(f"dpcore: error: {err}", file=sys.stderr)

@@ -27,7 +27,10 @@ marginal touching a rule's columns; a structural zero does not (bench/results/co
 Rejection (``Synthesizer.sample_codes``) stays as the fallback for what the model cannot hold:
 mechanisms without zeros (independent, FEM, the histogram families, NIST-MST), and MST's
 compressed cells that merge allowed and forbidden values (its reverse transform may place a row
-in a forbidden cell). Every rule is public and both steps read only the released measurements or
+in a forbidden cell). When rejection fails (the model's mass is almost all forbidden) the
+model's law on the allowed cells is drawn exactly where that is cheap
+(:mod:`mechanisms.conditioned`). The rule cliques are sized before any charge
+(:func:`zero_cliques`, in the plan). Every rule is public and both steps read only the released measurements or
 model, so no release's sensitivity changes (proofs/structural_constraints.py).
 """
 from __future__ import annotations
@@ -395,12 +398,10 @@ def violations(codes: np.ndarray, schema: "Schema") -> list[dict[str, Any]]:
     return out
 
 
-def structural_zeros(schema: "Schema") -> list:
-    """The forbidden rules as :class:`~dpcore.inference.StructuralZero` masks over the measured
-    columns (:func:`measured_schema`), for estimation to hold at zero mass. A predicate on a
-    derived column becomes one on its parent (the parent codes whose child code satisfies it);
-    predicates on one column are AND-ed; a rule left forbidding nothing is dropped."""
-    from dpcore.inference.zeros import StructuralZero
+def zero_masks(schema: "Schema") -> list[tuple[str, dict[str, np.ndarray]]]:
+    """Per forbidden rule: its per-column masks over the measured columns (a predicate on a
+    derived column becomes one on its parent, predicates on one column AND-ed); rules left
+    forbidding nothing are dropped. Cheap (no product over the columns is built)."""
     parents = {r.column: r for r in derived_rules(schema)}
     out = []
     for r in forbidden_rules(schema):
@@ -412,14 +413,45 @@ def structural_zeros(schema: "Schema") -> list:
             masks[col] = masks[col] & mask if col in masks else mask
         if not all(m.any() for m in masks.values()):
             continue
+        if all(m.all() for m in masks.values()):
+            raise _err(r.name, "forbids every cell of its measured columns: nothing could be "
+                               "generated")
+        out.append((r.name, masks))
+    return out
+
+
+def zero_cliques(schema: "Schema", *, max_cells: int | None = None) -> list[tuple[str, ...]]:
+    """The model cliques the forbidden rules force (:func:`structural_zeros`'s attributes, one
+    per attribute set), from public information only and without building a mask: what the
+    plan sizes before any charge. ``max_cells``: refuse (SchemaError naming the rule) a rule
+    whose clique has more cells than that (its mask, and a model table over it, are built
+    whole)."""
+    out: dict[frozenset, tuple[str, ...]] = {}
+    for name, masks in zero_masks(schema):
+        cells = math.prod(len(m) for m in masks.values())
+        if max_cells is not None and cells > max_cells:
+            raise _err(name, f"spans {list(masks)}: a model clique of {cells} cells, above the "
+                             f"cell cap {max_cells} (8 bytes a cell); coarsen these columns "
+                             f"(fewer categories or bins) or split the rule")
+        out.setdefault(frozenset(masks), tuple(masks))
+    return list(out.values())
+
+
+def structural_zeros(schema: "Schema", *, max_cells: int | None = None) -> list:
+    """The forbidden rules as :class:`~dpcore.inference.StructuralZero` masks over the measured
+    columns (:func:`measured_schema`), for estimation to hold at zero mass. A predicate on a
+    derived column becomes one on its parent (the parent codes whose child code satisfies it);
+    predicates on one column are AND-ed; a rule left forbidding nothing is dropped.
+    ``max_cells``: as :func:`zero_cliques`, checked before any mask is allocated."""
+    from dpcore.inference.zeros import StructuralZero
+    zero_cliques(schema, max_cells=max_cells)
+    out = []
+    for _, masks in zero_masks(schema):
         cols = list(masks)
         cells = np.ones([len(masks[c]) for c in cols], dtype=bool)
         for axis, c in enumerate(cols):
             shape = [1] * len(cols)
             shape[axis] = -1
             cells = cells & masks[c].reshape(shape)
-        if cells.all():
-            raise _err(r.name, "forbids every cell of its measured columns: nothing could be "
-                               "generated")
         out.append(StructuralZero(tuple(cols), cells))
     return out

@@ -21,6 +21,12 @@ What is checked, and the limits (all public):
   round must have a candidate: AIM's first pool (:func:`mechanisms.aim.first_round_pool`) is
   non-empty, MWEM's smallest workload marginal fits. Later pools then never empty (they hold
   the cliques already measured). MWEM without a cap runs with the ceiling as its cap.
+* **Schema rules.** A forbidden rule over several columns is a model clique of AIM, MWEM and
+  MST (a structural zero, :func:`dpcore.constraints.zero_cliques`; ``fixed`` below): each must
+  fit the cell cap (its mask is built whole), and AIM's and MWEM's first pool is computed with
+  those cliques in the model, as the mechanisms compute it (an AIM schema with derived columns
+  also fits them on their parents, ``derived``). MST's model joins them to a spanning tree chosen
+  from the data (on the compressed domain): only the cliques themselves are sized here.
 * **Rounds.** An int in [1, :func:`max_rounds`] (AIM: at least the column count, Theorem 1).
 * **Workload.** Known columns, weights finite, >= 0 and not all 0 (``make_workload``).
 * **Rows.** ``rows`` synthetic records of d columns: an int >= 1 with rows x d <= :func:`cell_cap`
@@ -154,18 +160,30 @@ def _workload(domain, workload):
 
 
 def plan_aim(domain, rho, *, workload="all-3way", max_model_size=80.0, rounds=None,
-             rows=None, seed=None) -> Plan:
-    """AIM (``mechanisms.aim.aim``) on ``domain`` with budget ``rho``, checked (module docstring)."""
+             rows=None, seed=None, fixed=(), derived=None) -> Plan:
+    """AIM (``mechanisms.aim.aim``) on ``domain`` with budget ``rho``, checked (module docstring).
+    ``fixed``: the model cliques the schema's rules force; ``derived``: ``{child: (parent,
+    table)}`` for derived columns of ``domain`` (fit on their parents)."""
     from .aim import first_round_pool
     d, rho = len(domain), Fraction(rho)
     work = _workload(domain, workload)
     size = _check_model_size(max_model_size)
     T = 16 * d if rounds is None else _check_rounds(rounds, d, d)
     candidates = downward_closure([c for c, _ in work])
-    if not first_round_pool(domain, candidates, rho, T, _AIM_ALPHA, size):
+    fixed = _check_fixed(domain, fixed)
+    if fixed or derived:    # the model's own columns and cliques, as aim() checks them
+        from . import coarsen
+        derived = dict(derived or {})
+        model_domain = domain.project([a for a in domain.attrs if a not in derived])
+        bases = [b for b in (coarsen.base(r, derived) for r in candidates) if b is not None]
+        pool = first_round_pool(model_domain, bases, rho, T, _AIM_ALPHA, size, fixed)
+    else:
+        pool = first_round_pool(domain, candidates, rho, T, _AIM_ALPHA, size)
+    if not pool:
+        rules = " with the schema's rule cliques" if fixed else ""
         raise InvalidArgumentError(f"max_model_size {size:g} MB is too small: AIM's first round "
-                                   f"would have no candidate (the 1-way model does not fit "
-                                   f"the round's share of it)")
+                                   f"would have no candidate (the 1-way model{rules} does not "
+                                   f"fit the round's share of it)")
     poolable = [r for r in candidates if len(r) > 1 and _mb(domain.size(r)) <= size]
     batch = max(_largest_oneway(domain), sum(domain.size(r) for r in poolable))
     _check_batch(batch, "an AIM selection", "lower --max-model-size or use a smaller workload")
@@ -174,14 +192,34 @@ def plan_aim(domain, rho, *, workload="all-3way", max_model_size=80.0, rounds=No
                 batch)
 
 
+def _check_fixed(domain, fixed) -> list[tuple[str, ...]]:
+    """The rule cliques: each within the cell cap (its mask and a model table over it are
+    built whole; :func:`dpcore.constraints.zero_cliques` checks the same, naming the rule)."""
+    out = [tuple(c) for c in fixed]
+    for clique in out:
+        _check_batch(domain.size(clique), f"the schema rule's model clique {list(clique)}",
+                     "coarsen these columns (fewer categories or bins)")
+    return out
+
+
 def plan_mwem(domain, rho, *, workload="all-3way", max_model_size=None, rounds=None,
-              rows=None, seed=None) -> Plan:
-    """MWEM+PGM (``mechanisms.mwem.mwem``), checked; without a cap it runs with the ceiling."""
+              rows=None, seed=None, fixed=()) -> Plan:
+    """MWEM+PGM (``mechanisms.mwem.mwem``), checked; without a cap it runs with the ceiling.
+    ``fixed``: the model cliques the schema's rules force (held from the first round)."""
     d, rho = len(domain), Fraction(rho)
     work = _workload(domain, workload)
     size = model_ceiling_mb() if max_model_size is None else _check_model_size(max_model_size)
     T = 10 if rounds is None else _check_rounds(rounds, d, 1)
     cliques = [c for c, _ in work]
+    fixed = _check_fixed(domain, fixed)
+    if fixed:   # mwem() pools by JT-SIZE of the measured cliques plus these
+        from dpcore.junction_tree import JunctionTree
+        smallest = min(JunctionTree(domain, fixed).hypothetical_sizes_mb(cliques))
+        if smallest > size:
+            raise InvalidArgumentError(
+                f"max_model_size {size:g} MB is too small: MWEM's first round would have no "
+                f"candidate (the schema's rule cliques with the smallest workload marginal "
+                f"make a {smallest:.3g} MB model)")
     smallest = min(domain.size(c) for c in cliques)
     if _mb(smallest) > size:
         raise InvalidArgumentError(f"max_model_size {size:g} MB is too small: MWEM's first round "
@@ -195,8 +233,10 @@ def plan_mwem(domain, rho, *, workload="all-3way", max_model_size=None, rounds=N
                 batch)
 
 
-def plan_mst(domain, rho, *, rows=None, seed=None) -> Plan:
-    """MST (``mechanisms.mst.mst``), checked: its first Kruskal step reads every pair at once."""
+def plan_mst(domain, rho, *, rows=None, seed=None, fixed=()) -> Plan:
+    """MST (``mechanisms.mst.mst``), checked: its first Kruskal step reads every pair at once,
+    and each rule clique (``fixed``) fits the cell cap."""
+    _check_fixed(domain, fixed)
     attrs = list(domain.attrs)
     pairs = sum(domain.size((a, b)) for i, a in enumerate(attrs) for b in attrs[i + 1:])
     batch = _check_batch(max(pairs, _largest_oneway(domain)), "MST's spanning-tree selection",

@@ -29,7 +29,7 @@ import pandas as pd
 
 from dpcore.accounting import approx_dp_to_zcdp
 from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
-                                measured_schema, structural_zeros, unconstrained)
+                                measured_schema, structural_zeros, unconstrained, zero_cliques)
 from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, encode_frame, is_parquet
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -141,6 +141,9 @@ class Synthesizer(abc.ABC):
     # True: the mechanism reads the data through marginals only (a counted table will do:
     # fit_file, fit_distributed); False: it needs the records themselves
     reads_marginals_only: ClassVar[bool] = False
+    # True: the mechanism fits its model with the forbidden rules as structural zeros (each
+    # rule's columns a model clique, sized by the plan); False: rejection sampling only
+    uses_zeros: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
@@ -353,9 +356,16 @@ class Synthesizer(abc.ABC):
         from dpcore import Curator
         from dpcore.accounting import PrivacyFilter, approx_dp_to_zcdp
 
+        from .plan import cell_cap
+
         measured = measured_schema(schema)
         data_schema = self._data_schema(schema)
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)
+        # forbidden cells held at zero mass inside estimation by the mechanisms that take them:
+        # the masks are public, so they are built (and sized) before the ledger opens, and a
+        # rule too large to hold refuses the run with nothing recorded (audit 14, item 6)
+        zeros = structural_zeros(schema, max_cells=cell_cap()) \
+            if self.uses_zeros and schema.constraints else []
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path)
         else:
@@ -369,8 +379,7 @@ class Synthesizer(abc.ABC):
             raise
         self._filter = privacy_filter
         self.schema_, self.measured_schema_ = schema, measured
-        # forbidden cells held at zero mass inside estimation by the mechanisms that take them
-        self._zeros = structural_zeros(schema) if schema.constraints else []
+        self._zeros = zeros
         try:
             curator = Curator(dataset, privacy_filter, seed=self.seed)
             self.result_ = self._run(curator, plan, callback=callback)
@@ -422,9 +431,24 @@ class Synthesizer(abc.ABC):
         domain, the budget and the options; see :mod:`mechanisms.plan`). Raises
         :class:`InvalidArgumentError` naming the argument and the rule; spends nothing."""
         from dpcore.accounting import approx_dp_to_zcdp
-        domain = self._data_schema(as_schema(schema)).domain()
+        s = as_schema(schema)
+        domain = self._data_schema(s).domain()
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
-        return self._plan(domain, rho, rows=rows, seed=self.seed)
+        return self._plan(domain, rho, rows=rows, seed=self.seed, **self._rule_options(s))
+
+    def _rule_options(self, schema: Schema) -> dict[str, Any]:
+        """What the planner must size for the schema's rules: ``{"fixed": cliques}`` for a
+        mechanism fitting structural zeros (each rule clique within the cell cap, checked
+        here naming the rule); empty otherwise. A rule that forbids every cell of its
+        measured columns is refused here for every mechanism."""
+        from .plan import cell_cap
+        if not forbidden_rules(schema):
+            return {}
+        if not self.uses_zeros:     # still refuse a rule forbidding every cell, before any charge
+            zero_cliques(schema)
+            return {}
+        fixed = zero_cliques(schema, max_cells=cell_cap())
+        return {"fixed": fixed} if fixed else {}
 
     @abc.abstractmethod
     def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
@@ -624,12 +648,39 @@ class Synthesizer(abc.ABC):
             have += min(len(ok), want)
             drawn, allowed = drawn + batch, allowed + len(ok)
             if have < n and drawn >= 10_000 and allowed < 1e-3 * drawn:
+                self.rejection_rate_ = 1.0 - allowed / drawn
+                rows = self._draw_conditioned(n, int(rng.integers(2 ** 63)))
+                if rows is not None:
+                    return rows
                 names = ", ".join(r.name for r in forbidden_rules(self.schema_))
                 raise InvalidArgumentError(
                     f"the fitted model puts more than 99.9% of its mass on cells forbidden by "
-                    f"the schema constraints ({names}): cannot sample allowed rows")
+                    f"the schema constraints ({names}), and its law conditioned on the allowed "
+                    f"cells cannot be drawn exactly (a table over the rules' columns and the "
+                    f"model parts joining them exceeds the cell cap, or none of its records is "
+                    f"allowed): cannot sample allowed rows")
         self.rejection_rate_ = 1.0 - allowed / drawn
         return np.concatenate(kept)
+
+    def _draw_conditioned(self, n: int, seed: Any) -> np.ndarray | None:
+        """The fallback when rejection fails: ``n`` rows of every column drawn exactly from the
+        model conditioned on the allowed cells (:mod:`mechanisms.conditioned`: graphical models,
+        including the histogram families' and MST's compressed one, product mixtures and
+        mixtures of records), or None where that is not available (a table over the rules'
+        block above the cell cap, a mixture of records with no allowed record)."""
+        from dpcore.constraints import zero_masks
+        from .conditioned import conditioned_draw
+        from .plan import cell_cap
+        result = self._fitted()
+        masks = [m for _, m in zero_masks(self.schema_)]
+        rows = conditioned_draw(result.model, masks, self._draw, list(self._measured().names),
+                                n, seed, cell_cap(), result.extras.get("compression") or None)
+        if rows is None:
+            return None
+        full = expand(rows, self.schema_)
+        if forbidden_rows(full, self.schema_).any():    # the masks are the rules: cannot happen
+            raise AssertionError("conditioned sampling drew a forbidden row")
+        return full
 
     def _next_sample_seed(self) -> int:
         """One generator for every sample() without an explicit seed: a fixed synthesizer seed
@@ -809,7 +860,8 @@ class _WorkloadSynthesizer(Synthesizer):
         return {**super()._parameters(), "workload": spec, "rounds": self.rounds,
                 "max_model_size": self.max_model_size}
 
-    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any,
+              **rules: Any) -> Plan:
         from .plan import PLANNERS
         workload = self.workload
         if isinstance(workload, (str, os.PathLike)):
@@ -817,7 +869,7 @@ class _WorkloadSynthesizer(Synthesizer):
         options: dict[str, Any] = {"workload": workload, "rounds": self.rounds}
         if self.max_model_size is not None:
             options["max_model_size"] = self.max_model_size
-        return PLANNERS[self.name](domain, rho, rows=rows, seed=seed, **options)
+        return PLANNERS[self.name](domain, rho, rows=rows, seed=seed, **options, **rules)
 
 
     def batch_cliques(self, domain: Any, plan: Plan) -> list[tuple[str, ...]]:
@@ -836,6 +888,15 @@ class AIM(_WorkloadSynthesizer):
 
     name = "aim"
     measures_derived = True
+    uses_zeros = True
+
+    def _rule_options(self, schema: Schema) -> dict[str, Any]:
+        """As the base class, and the derived columns AIM fits on their parents."""
+        options = super()._rule_options(schema)
+        rules = derived_rules(schema)
+        if rules:
+            options["derived"] = {r.column: (r.parent, r.table) for r in rules}
+        return options
 
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .aim import aim
@@ -848,6 +909,7 @@ class MWEM(_WorkloadSynthesizer):
     """MWEM+PGM (AIM paper Alg. 1). ``rounds`` defaults to 10."""
 
     name = "mwem"
+    uses_zeros = True
 
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mwem import mwem
@@ -861,10 +923,12 @@ class MST(Synthesizer):
 
     name = "mst"
     reads_marginals_only = True
+    uses_zeros = True
 
-    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
+    def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any,
+              fixed: Any = ()) -> Plan:
         from .plan import plan_mst
-        return plan_mst(domain, rho, rows=rows, seed=seed)
+        return plan_mst(domain, rho, rows=rows, seed=seed, fixed=fixed)
 
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .mst import mst

@@ -205,12 +205,19 @@ def test_rejection_law_is_the_model_conditioned_on_allowed_cells():
     assert 0 < synth.rejection_rate_ < 1
 
 
-def test_model_with_almost_all_mass_forbidden_is_refused():
+def test_model_with_almost_all_mass_forbidden_is_conditioned_exactly(monkeypatch):
+    # rejection fails (the model puts ~all mass on adults); the independent model's law on the
+    # allowed cells is drawn exactly instead (mechanisms.conditioned; audit 14 item 3), and
+    # where that is not available the sample is refused
     rules = [{"type": "forbidden", "name": "no-adults", "when": {"AGE": {"range": [16, 59]}}}]
     df = frame()
     df["AGE"] = 40
     synth = Synthesizer.create("independent", epsilon=50.0, delta=1e-9, seed=0,
                                progress=False).fit(df, schema=schema_dict(rules))
+    codes = synth.sample_codes(100, seed=0)
+    assert (codes[:, synth.schema_.names.index("AGE")] == 0).all()   # bin 0: ages 0..15
+    assert synth.rejection_rate_ > 0.999
+    monkeypatch.setattr(Synthesizer, "_draw_conditioned", lambda self, n, seed: None)
     with pytest.raises(Exception, match="99.9% of its mass on cells forbidden"):
         synth.sample_codes(100, seed=0)
 

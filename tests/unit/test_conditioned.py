@@ -1,0 +1,185 @@
+"""Exact conditioned sampling when rejection fails (audit 14, item 3): a forbidden rule with a
+mechanism that fits no structural zeros (independent), a tiny budget and a huge column spent the
+whole budget and then refused to sample; now the model's law on the allowed cells is drawn
+exactly (mechanisms.conditioned), checked here against the brute-force conditional."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpcore import Domain
+from dpcore.accounting import verify_ledger
+from dpcore.inference import Measurement, estimate
+from mechanisms.conditioned import conditioned_rows, rule_block
+from mechanisms.synthesizer import Synthesizer
+
+
+def _model():
+    """A model with cliques (a, b) and (c,): a and b dependent, c independent of both."""
+    rng = np.random.default_rng(0)
+    dom = Domain(("a", "b", "c"), (3, 4, 5))
+    ab = rng.uniform(1, 50, 12)
+    c = rng.uniform(1, 50, 5) * ab.sum() / 125
+    ms = [Measurement(("a", "b"), ab, 1.0), Measurement(("c",), c, 1.0)]
+    return estimate(dom, ms, max_iters=2000).model
+
+
+def _draw(model):
+    """The model's own sampler (independent draws from its full joint, brute force)."""
+    joint = model.project(("a", "b", "c")).values.ravel()
+
+    def draw(n, seed):
+        cells = np.random.default_rng(seed).choice(joint.size, size=n, p=joint / joint.sum())
+        return np.stack(np.unravel_index(cells, (3, 4, 5)), axis=1)
+    return draw
+
+
+def test_rule_block_is_the_components_holding_the_rules():
+    model = _model()
+    assert rule_block(model, [["b"]]) == ["a", "b"]          # b's clique brings a
+    assert rule_block(model, [["c"]]) == ["c"]
+    assert rule_block(model, [["a"], ["c"]]) == ["a", "b", "c"]
+
+
+def test_conditioned_rows_follow_the_brute_force_conditional():
+    model = _model()
+    # forbidden: b in {0, 1, 2} (every a), and (a = 0, b = 3): only a in {1, 2}, b = 3 allowed
+    masks = [{"b": np.array([True, True, True, False])},
+             {"a": np.array([True, False, False]), "b": np.array([False, False, False, True])}]
+    n = 60_000
+    rows = conditioned_rows(model, masks, _draw(model), ["a", "b", "c"], n, 7, 10 ** 6)
+    assert rows.shape == (n, 3)
+    # brute force: the full joint, forbidden cells zeroed, renormalised
+    joint = model.project(("a", "b", "c")).values.copy()
+    joint[:, :3, :] = 0
+    joint[0, 3, :] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, (3, 4, 5)), minlength=60)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    p = stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue
+    assert p > 1e-4, p
+
+
+def test_conditioned_rows_refuse_a_block_over_the_cap():
+    model = _model()
+    masks = [{"b": np.array([True, True, True, False])}]
+    assert conditioned_rows(model, masks, _draw(model), ["a", "b", "c"], 10, 0, 11) is None
+
+
+def test_independent_tiny_budget_huge_column_samples_the_allowed_cells(tmp_path):
+    # audit 14 item 3 (f1): c has 20,000 values and only c0 is allowed; at eps = 0.05 the noisy
+    # model puts almost all its mass on the forbidden 19,999: rejection fails after the spend
+    K = 20_000
+    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
+              "constraints": [{"type": "forbidden", "name": "only_c0",
+                               "when": {"c": {"not_in": ["c0"]}}}]}
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 200, p=[0.8, 0.2]), "c": "c0"})
+    ledger = tmp_path / "l.json"
+    s = Synthesizer.create("independent", epsilon=0.05, progress=False, ledger_path=ledger,
+                           seed=3).fit(df, schema)
+    out = s.sample(5000)
+    assert (out["c"] == "c0").all()
+    assert s.rejection_rate_ > 0.999                  # rejection did fail: the fallback drew
+    # sex keeps the model's own 1-way law (independent of c in this model)
+    p_model = s.model.project(("sex",)).values / s.model.total
+    counts = out["sex"].value_counts().reindex(["F", "M"]).to_numpy()
+    assert stats.chisquare(counts, 5000 * p_model).pvalue > 1e-4
+    own = s.sample()                                   # the fit's own table is redrawn too
+    assert (own["c"] == "c0").all()
+    s.write(tmp_path / "o.csv", 100)
+    assert verify_ledger(ledger, allow_fixed_seed=True).ok
+
+
+def test_product_mixture_rows_follow_the_brute_force_conditional():
+    from mechanisms.conditioned import mixture_rows
+    from mechanisms.product_mixture import ProductMixture
+    rng = np.random.default_rng(2)
+    dom = Domain(("a", "b", "c"), (3, 4, 2))
+    tables = [rng.uniform(0.1, 1, (3, k)) for k in dom.shape]
+    model = ProductMixture(dom, tables, 100.0)
+    masks = [{"a": np.array([True, False, False]), "c": np.array([False, True])},
+             {"b": np.array([True, True, False, False])}]
+    n = 60_000
+    rows = mixture_rows(model, masks, n, 5, 10 ** 6)
+    # brute force: the mixture's full joint (1/B sum_j prod_i P_i[j]), forbidden zeroed
+    t = model.tables
+    joint = np.einsum("ja,jb,jc->abc", t[0], t[1], t[2]) / 3
+    joint[0, :, 1] = 0
+    joint[:, :2, :] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, dom.shape), minlength=24)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    assert mixture_rows(model, masks, 10, 5, 3 * 3 * 4 * 2 - 1) is None   # B x |S| over the cap
+
+
+def test_record_rows_draw_the_allowed_records_uniformly():
+    from mechanisms.conditioned import record_rows
+    from mechanisms.fem import MixtureModel
+    dom = Domain(("a", "b"), (3, 2))
+    records = np.array([[0, 0], [1, 1], [2, 0], [2, 1], [0, 1]])
+    model = MixtureModel(dom, records, 5.0)
+    masks = [{"a": np.array([True, False, True]), "b": np.array([False, True])}]  # a!=1, b=1
+    rows = record_rows(model, masks, 30_000, 1)
+    got = np.bincount(rows[:, 0] * 2 + rows[:, 1], minlength=6)
+    assert got[[5, 1]].sum() == 0 and got[[0, 3, 4]].min() > 9_000   # (2,1), (0,1) dropped
+    assert record_rows(model, [{"a": np.array([True, True, True])}], 3, 1) is None
+
+
+@pytest.mark.parametrize("name", ["mwem-explicit", "rap-softmax"])
+def test_other_families_tiny_budget_sample_the_allowed_cells(name, tmp_path):
+    # the same failure for a histogram family (a one-clique graphical model) and a product
+    # mixture: rejection fails after the spend, the exact conditional is drawn instead
+    K = 2_000
+    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
+              "constraints": [{"type": "forbidden", "name": "only_c0",
+                               "when": {"c": {"not_in": ["c0"]}}}]}
+    df = pd.DataFrame({"sex": ["F", "M"] * 50, "c": "c0"})
+    s = Synthesizer.create(name, epsilon=0.01, progress=False, seed=1, rounds=1,
+                           workload="all-2way").fit(df, schema)
+    out = s.sample(500)
+    assert (out["c"] == "c0").all() and s.rejection_rate_ > 0.999
+
+
+def test_compressed_model_rows_follow_the_brute_force_conditional():
+    # MST's model is on a compressed domain; its sampler spreads a merged code uniformly over
+    # the codes it merged. b's 4 original codes: 0, 1 kept, 2 and 3 merged into code 2.
+    model = _model()                                     # a: 3, b: 4, c: 5 (compressed sizes)
+    mapping = {"b": np.array([0, 1, 2, 2, 3, 3])}        # b has 6 original codes
+    orig = (3, 6, 5)
+    comp = model.project(("a", "b", "c")).values
+    full = np.take(comp, mapping["b"], axis=1) / 2.0
+    full[:, :2, :] *= 2.0                                # kept codes: no spread
+
+    def draw(n, seed):
+        cells = np.random.default_rng(seed).choice(full.size, size=n, p=full.ravel() / full.sum())
+        return np.stack(np.unravel_index(cells, orig), axis=1)
+    masks = [{"b": np.array([False, True, True, False, True, False])}]   # b in {1, 2, 4} out
+    n = 60_000
+    rows = conditioned_rows(model, masks, draw, ["a", "b", "c"], n, 3, 10 ** 6, mapping)
+    joint = full.copy()
+    joint[:, [1, 2, 4], :] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, orig), minlength=joint.size)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+
+
+def test_mst_tiny_budget_huge_column_samples_the_allowed_cells():
+    # MST compresses c's 20,000 values (almost all merged), so its zero cannot hold the rule
+    # and rejection fails; the compressed model's law on the allowed cells is drawn instead
+    K = 20_000
+    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
+              "constraints": [{"type": "forbidden", "name": "only_c0",
+                               "when": {"c": {"not_in": ["c0"]}}}]}
+    df = pd.DataFrame({"sex": ["F", "M"] * 100, "c": "c0"})
+    s = Synthesizer.create("mst", epsilon=0.05, progress=False, seed=0).fit(df, schema)
+    out = s.sample(300)
+    assert (out["c"] == "c0").all() and s.rejection_rate_ > 0.999

@@ -297,9 +297,10 @@ class Curator:
         list given), so a draw costs array arithmetic on the subset's cells, not Python per
         candidate. Every candidate of the list, competing or not, must have a valid reference,
         weight and penalty (the list is checked whole); the list is remembered only when its
-        items are tuples. With ``among``, ``reference=None`` means the flat reference last
-        given with this list (the curator keeps its own copy): a caller drawing against one
-        fixed reference spares the curator comparing it cell by cell at every draw.
+        items are tuples. With ``among``, ``reference=None`` means the flat reference of the last
+        draw made from this list (the curator keeps its own copy; a call refused before its
+        charge does not replace it): a caller drawing against one fixed reference spares the
+        curator comparing it cell by cell at every draw.
         """
         if among is not None:
             return self._select_among(candidates, reference, epsilon, weights, penalties, among)
@@ -314,6 +315,7 @@ class Curator:
         grid_w, top, delta = self._weights_grid(self._vector("weights", weights, k, 1.0))
         grid_pen = self._grid("penalties", self._vector("penalties", penalties, k, 0.0))
         sizes = np.fromiter(map(self._size, cliques), dtype=np.int64, count=k)
+        reference = _plain(reference)
         if isinstance(reference, np.ndarray) and reference.ndim == 1:
             refs = self._grid_flat(reference, sizes)
         else:
@@ -368,6 +370,7 @@ class Curator:
         epsilon = _positive_finite("epsilon", epsilon)
         grid_w, top, delta = self._weights_grid_array(self._vector("weights", weights, k_all, 1.0)[live])
         grid_pen = self._grid_array("penalties", self._vector("penalties", penalties, k_all, 0.0)[live])
+        reference = _plain(reference)
         flat = isinstance(reference, np.ndarray) and reference.ndim == 1
         if reference is None:
             if pool.reference is None:
@@ -736,8 +739,17 @@ class _Pool:
     def set_l1(self, l1: list, reference):
         """Remember the exact L1 distances (Python ints) to ``reference`` (a copy, or None)."""
         self.l1, self.reference = l1, reference
-        self.l1_max = max(l1)            # distances are >= 0
+        self.l1_max = max(map(abs, l1))  # distances are >= 0; abs keeps the bound a bound
         self.l1_array = np.array(l1, dtype=np.int64) if self.l1_max < 2 ** 62 else None
+
+
+def _plain(reference):
+    """A reference array as a base-class ndarray (a view, no copy): the checks and scores
+    below call its methods, so an ndarray subclass's own max/min/== (or a masked array's
+    mask) must not answer for the values the scores are computed from."""
+    if isinstance(reference, np.ndarray) and type(reference) is not np.ndarray:
+        return np.asarray(reference).view(np.ndarray)
+    return reference
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:

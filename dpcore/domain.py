@@ -147,7 +147,9 @@ class Domain:
     def canonical(self, attrs) -> tuple:
         """``attrs`` (which must be in the domain) in domain order."""
         # sorted by position: the domain-order filter's answer in O(k log k), not O(d) a call
-        return tuple(sorted(set(self._check(attrs)), key=self._index.__getitem__))
+        # the domain's own names, never the caller's objects (a str subclass could print as
+        # another name in the ledger)
+        return tuple(self._attrs[i] for i in sorted({self._index[a] for a in self._check(attrs)}))
 
     def merge(self, other: Domain) -> Domain:
         """This domain followed by the attributes of ``other`` it lacks (sizes must agree)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -77,6 +78,8 @@ def parse_workload(spec: WorkloadSpec, names: Sequence[str]) -> Workload:
     """
     names = list(names)
     where = "workload"
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
     if isinstance(spec, str):
         if spec in _NAMED:
             return all_k_way(names, min(_NAMED[spec], len(names)))

@@ -58,27 +58,40 @@ def check_replaceable(path: str | os.PathLike, label: str = "output") -> None:
                                    f"device, FIFO or socket); refusing to replace it")
 
 
-_LEDGER_START = b'{"format":"dpcore-ledger"'
+_RECORD_MARKS = ((b"dpcore-ledger", "a dpcore ledger (a record of spent budget)"),
+                 (b"input_salt", "a ledger's salt file"))
 
 
 def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
     """Refuse an output over an existing ledger or ledger salt file (any run's, not only this
     one's): a ledger is the record of spent budget and a salt opens its input commitments, so
-    neither is ever replaced, not even when the caller allows overwriting (``--force``)."""
+    neither is ever replaced, not even when the caller allows overwriting (``--force``). A file
+    is taken for one if its bytes hold the ledger's format name or a salt's key anywhere (a
+    reformatted ledger still verifies, with its keys in any order); a file that cannot be read
+    to tell is refused too. A link is not looked through: the rename replaces the link only."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return
-        with open(path, "rb") as fh:
-            head = fh.read(256)
+        st = os.lstat(path)
     except OSError:
         return
-    if head.startswith(_LEDGER_START):
-        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is a dpcore ledger (a record "
-                                   f"of spent budget); refusing to overwrite it")
-    if os.fspath(path).endswith(".private") and head.startswith(b'{"run":') \
-            and b'"input_salt"' in head:
-        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is a ledger's salt file; "
-                                   f"refusing to overwrite it")
+    if not stat.S_ISREG(st.st_mode):
+        return                          # a link (only it is replaced) or none: check_replaceable
+    try:
+        with open(path, "rb") as fh:
+            tail = b""
+            while True:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    return
+                window = tail + chunk
+                for mark, what in _RECORD_MARKS:
+                    if mark in window:
+                        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is {what}; "
+                                                   f"refusing to overwrite it")
+                tail = window[-16:]
+    except OSError as err:
+        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} cannot be read to check that "
+                                   f"it is not a ledger ({err.strerror}); refusing to overwrite "
+                                   f"it") from None
 
 
 def replace_into(tmp: str | os.PathLike, path: str | os.PathLike) -> None:

@@ -281,6 +281,10 @@ def _matvec(a):
     indptr, indices, data = a.indptr, a.indices, a.data
 
     def apply(x):
+        # the private kernel checks nothing: a short vector would be read past its end
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if x.shape != (width,):
+            return a @ x
         out = np.zeros(rows)
         csr_matvec(rows, width, indptr, indices, data, x, out)
         return out
@@ -289,6 +293,6 @@ def _matvec(a):
     try:
         if a.dtype == np.float64 and np.array_equal(apply(probe), a @ probe):
             return apply
-    except (TypeError, ValueError):
+    except Exception:          # noqa: BLE001 - any failure of a private API: the public one
         pass
     return a.__matmul__

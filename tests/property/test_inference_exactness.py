@@ -221,3 +221,13 @@ def test_first_containing_clique_is_the_scan(cliques, attrs):
     want = next((i for i, c in enumerate(cliques) if set(attrs) <= set(c)), None)
     assert _first_containing(cliques).get(frozenset(attrs)) == want
     assert _first_containing(cliques, limit=2) is None or all(len(c) <= 2 for c in cliques)
+
+
+def test_problem_matvec_refuses_a_vector_of_the_wrong_length():
+    # scipy's private kernel checks nothing; a short vector must not be read past its end
+    import scipy.sparse as sparse
+    from dpcore.inference.problem import _matvec
+    apply = _matvec(sparse.random(6, 8, density=0.5, format="csr", random_state=1))
+    for bad in (np.ones(7), np.ones(0), np.ones(9)):
+        with pytest.raises(ValueError):
+            apply(bad)

@@ -250,3 +250,36 @@ def test_select_is_exact_for_far_apart_scores():
     picks = [curator.select([("a",), ("a",)], ref, 2.0, penalties=[0.0, 2.0 ** 39 - 1]) for _ in range(400)]
     # Pr[1] = e^-2 / (1 + e^-2) = 0.119: expected 47.7 of 400, sd 6.5 (false failure ~1e-4)
     assert 20 < picks.count(1) < 80
+
+
+# ------------------------------------------------------------------ session 14 review
+class _LyingArray(np.ndarray):
+    """An ndarray whose own max/min hide a reference far outside the score grid."""
+
+    def max(self, *args, **kwargs):
+        return np.float64(0.0)
+
+    def min(self, *args, **kwargs):
+        return np.float64(0.0)
+
+
+@pytest.mark.parametrize("among", [None, [0, 1]])
+def test_a_reference_subclass_cannot_answer_for_its_own_range(among):
+    domain = Domain(("a", "b"), (2, 2))
+    curator = Curator(Dataset(np.array([[1, 0]] * 3), domain), PrivacyFilter(100), seed=0)
+    reference = np.array([-(2.0 ** 43) + 3.5, 0.0, 0.0, 0.0]).view(_LyingArray)
+    with pytest.raises(InvalidArgumentError, match="below 2\\^40"):
+        curator.select([("a",), ("b",)], reference, 0.01, among=among)
+    assert curator.privacy_filter.spent == 0
+
+
+def test_canonical_cliques_are_the_domains_own_names():
+    class Alias(str):           # compares as "a", prints as "b"
+        def __str__(self):
+            return "b"
+
+        def __repr__(self):
+            return "'b'"
+    domain = Domain(("a", "b"), (2, 3))
+    (name,) = domain.canonical([Alias("a")])
+    assert type(name) is str and name == "a" and str(name) == "a"

@@ -96,3 +96,9 @@ def test_workload_files_with_unknown_keys_are_refused(tmp_path, text, match):
     path.write_text(text)
     with pytest.raises(InvalidArgumentError, match=match):
         parse_workload(str(path), ["a", "b"])
+
+
+def test_a_pathlib_workload_file_reads_as_its_path(tmp_path):
+    path = tmp_path / "workload.json"
+    path.write_text('[["b", "a"]]')
+    assert parse_workload(path, ["a", "b"]) == [(("a", "b"), 1.0)]

@@ -137,3 +137,23 @@ def test_loading_what_save_did_not_write_is_a_typed_error(tmp_path, content):
     path.write_bytes(content)          # text, an empty file, a pickle of the int 1
     with pytest.raises(InvalidArgumentError, match="s.pkl"):
         Synthesizer.load(path)
+
+
+def test_a_reformatted_ledger_is_still_a_record_and_a_link_to_one_is_not(tmp_path):
+    import json as json_module
+    from dpcore.accounting import PrivacyFilter
+    from dpcore.files import check_not_a_record
+    ledger = tmp_path / "ledger.json"
+    PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=ledger).close()
+    pretty = tmp_path / "pretty.json"          # keys sorted: "format" is no longer first
+    pretty.write_text(json_module.dumps(json_module.loads(ledger.read_text()), indent=2,
+                                        sort_keys=True))
+    for record in (ledger, pretty):
+        with pytest.raises(InvalidArgumentError, match="dpcore ledger"):
+            check_not_a_record(record)
+    link = tmp_path / "link.json"
+    link.symlink_to(ledger)
+    check_not_a_record(link)                   # a rename replaces the link, not the ledger
+    plain = tmp_path / "out.csv"
+    plain.write_text("a,b\n1,2\n")
+    check_not_a_record(plain)

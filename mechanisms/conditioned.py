@@ -31,7 +31,8 @@ The same conditioning for the other released models (:func:`conditioned_draw`):
 The histogram families (PEP, MWEM-explicit) release a one-clique graphical model: S is then the
 whole (capped) domain. MST's model lives on a compressed domain whose merged codes are spread
 uniformly over the values they merged: the block's marginal is expanded to the original codes
-with that spread (the law MST's sampler follows), then conditioned as above.
+on the rules' own columns with that spread (the law MST's sampler follows), conditioned as
+above, and its other columns are spread back after the draw as the sampler does.
 
 Everything here reads only the released model and the public rules: post-processing, no budget
 (proofs/structural_constraints.py).
@@ -74,19 +75,26 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     domain and ``draw`` spreads a merged code uniformly over the codes it merged): the block's
     marginal is then expanded to the original codes, each merged code getting its group's mass
     over the group's size, which is the law ``draw`` follows."""
+    from .mst import decompress_column
     mapping = mapping or {}
     if sorted(names) != sorted(model.domain.attrs):
         return None
     attrs = rule_block(model, [list(m) for m in masks])
-    shape = [len(mapping[a]) if a in mapping else model.domain.size((a,)) for a in attrs]
+    # only the rules' own columns are expanded to their original codes (the masks are on
+    # those); the rest of the block stays compressed and is spread back below as MST's
+    # sampler does: the same law, on a table MST's tree does not blow up (every column is
+    # in the block of a spanning tree)
+    rule_columns = {c for m in masks for c in m}
+    expand = [a in mapping and a in rule_columns for a in attrs]
+    shape = [len(mapping[a]) if e else model.domain.size((a,)) for a, e in zip(attrs, expand)]
     if not attrs or math.prod(shape) > max_cells:
         return None
     forbidden = _forbidden(attrs, shape, masks)
     if forbidden.all():           # the rules together forbid every cell: nothing to draw
         return None
     weights = np.clip(np.asarray(model.project(tuple(attrs)).values, dtype=np.float64), 0, None)
-    for axis, a in enumerate(attrs):
-        if a in mapping:          # compressed codes -> original codes, mass spread uniformly
+    for axis, (a, e) in enumerate(zip(attrs, expand)):
+        if e:                     # compressed codes -> original codes, mass spread uniformly
             codes = np.asarray(mapping[a], dtype=np.int64)
             spread = 1.0 / np.bincount(codes)[codes]
             axes = [1] * len(attrs)
@@ -99,7 +107,9 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     rows = np.array(draw(n, int(rng.integers(2 ** 63))))
     rows = rows[rng.permutation(len(rows))]
     cells = rng.choice(weights.size, size=n, p=weights / weights.sum())
-    for a, codes in zip(attrs, np.unravel_index(cells, shape)):
+    for a, e, codes in zip(attrs, expand, np.unravel_index(cells, shape)):
+        if a in mapping and not e:
+            codes = decompress_column(codes, np.asarray(mapping[a], dtype=np.int64), rng)
         rows[:, names.index(a)] = codes
     return rows
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from dpcore.accounting import GaussianEvent, ZCDPAccountant
 from dpcore.accounting.calibration import exponential_epsilon, gaussian_sigma, nist_mst_sigma
-from dpcore.errors import InvalidArgumentError
+from dpcore.errors import InvalidArgumentError, TableTooLargeError
 from dpcore.inference import Measurement, estimate, independent_model
 
 from .result import MechanismResult, RoundRecord, Timer, synthesize
@@ -129,7 +129,17 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     if zeros:
         options["zeros"] = compress_zeros(zeros, mapping or {})
     start = time.perf_counter()
-    model = estimate(view.domain, ones + pairs, **options).model
+    try:
+        model = estimate(view.domain, ones + pairs, **options).model
+    except TableTooLargeError:
+        if not options.get("zeros"):
+            raise
+        # a rule's clique joined to the data-chosen tree can triangulate past the cell cap,
+        # which the plan cannot know before the charges: fit the same measurements without
+        # the zeros (post-processing); the synthesizer's sampler then keeps the rules
+        # (rejection, or the exact conditioned draw)
+        options = {k: v for k, v in options.items() if k != "zeros"}
+        model = estimate(view.domain, ones + pairs, **options).model
     timer.add("estimate", time.perf_counter() - start)
     start = time.perf_counter()
     synthetic = synthesize(model, synthetic_rows, sample_method, seed)
@@ -356,13 +366,18 @@ def decompress(synthetic, domain, mapping, seed):
     records = np.array(synthetic.records, dtype=code_dtype(domain.shape), copy=True)
     for attr, codes in mapping.items():
         col = domain.attrs.index(attr)
-        other_code = int(codes.max())           # _compression puts ∅ last
-        kept = np.flatnonzero(codes < other_code)
-        merged = np.flatnonzero(codes == other_code)
-        column = records[:, col]
-        is_other = column == other_code
-        out = np.empty_like(column)
-        out[~is_other] = kept[column[~is_other]]
-        out[is_other] = merged[rng.integers(0, merged.size, int(is_other.sum()))]
-        records[:, col] = out
+        records[:, col] = decompress_column(records[:, col], codes, rng)
     return Dataset(records, domain)
+
+
+def decompress_column(column, codes, rng):
+    """One column of compressed codes back to original ones (``codes``: Alg. 4's map of each
+    original code): kept codes map back, ∅ (the last code) uniformly over the values it merged."""
+    other_code = int(codes.max())               # _compression puts ∅ last
+    kept = np.flatnonzero(codes < other_code)
+    merged = np.flatnonzero(codes == other_code)
+    is_other = column == other_code
+    out = np.empty_like(column)
+    out[~is_other] = kept[column[~is_other]]
+    out[is_other] = merged[rng.integers(0, merged.size, int(is_other.sum()))]
+    return out

@@ -673,8 +673,9 @@ class Synthesizer(abc.ABC):
         from .plan import cell_cap
         result = self._fitted()
         masks = [m for _, m in zero_masks(self.schema_)]
+        # the draw holds a few float64 copies of the block's table: an eighth of the cell cap
         rows = conditioned_draw(result.model, masks, self._draw, list(self._measured().names),
-                                n, seed, cell_cap(), result.extras.get("compression") or None)
+                                n, seed, cell_cap() // 8, result.extras.get("compression") or None)
         if rows is None:
             return None
         full = expand(rows, self.schema_)

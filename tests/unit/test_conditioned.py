@@ -183,3 +183,54 @@ def test_mst_tiny_budget_huge_column_samples_the_allowed_cells():
     s = Synthesizer.create("mst", epsilon=0.05, progress=False, seed=0).fit(df, schema)
     out = s.sample(300)
     assert (out["c"] == "c0").all() and s.rejection_rate_ > 0.999
+
+
+# ------------------------------------------------------------------ session 14 review
+def test_mst_conditions_a_wide_tree_on_the_rule_columns_only():
+    # MST's spanning tree puts every column in the rule's block; expanding them all to their
+    # original codes made a 2.6e9-cell table here (refused after the whole budget was spent)
+    import pandas as pd
+    from mechanisms.synthesizer import Synthesizer
+    K, W = 20_000, 40
+    cols = {"sex": {"type": "categorical", "categories": ["F", "M"]},
+            "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}}
+    for k in range(3):
+        cols[f"x{k}"] = {"type": "categorical", "categories": [f"v{i}" for i in range(W)]}
+    schema = {"columns": cols, "constraints": [{"type": "forbidden", "name": "only_c0",
+                                                 "when": {"c": {"not_in": ["c0"]}}}]}
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 200), "c": "c0",
+                       **{f"x{k}": rng.choice([f"v{i}" for i in range(W)], 200) for k in range(3)}})
+    synth = Synthesizer.create("mst", epsilon=0.05, progress=False, seed=0).fit(df, schema)
+    out = synth.sample(300)
+    assert synth.rejection_rate_ > 0.999            # rejection failed: the fallback drew these
+    assert (out["c"] == "c0").all()
+    for k in range(3):                               # the other columns spread over their values
+        assert out[f"x{k}"].nunique() > 10
+
+
+def test_mst_fits_without_zeros_when_a_rule_triangulates_past_the_cap():
+    # a rule over (a, b) joined to the tree a-d, b-d closes the clique {a, b, d} (4,096 cells
+    # against a cap of 4,000 here): the plan cannot see it before the charges
+    import pandas as pd
+    from dpcore import _core
+    from dpcore.accounting import verify_ledger
+    from mechanisms.synthesizer import Synthesizer
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 8, 1000), rng.integers(0, 8, 1000)
+    df = pd.DataFrame({"a": [f"a{v}" for v in a], "b": [f"b{v}" for v in b],
+                       "d": [f"d{v}" for v in a * 8 + b]})
+    df = df[~((df.a == "a0") & (df.b == "b0"))]
+    schema = {"columns": {"a": {"type": "categorical", "categories": [f"a{i}" for i in range(8)]},
+                          "b": {"type": "categorical", "categories": [f"b{i}" for i in range(8)]},
+                          "d": {"type": "categorical", "categories": [f"d{i}" for i in range(64)]}},
+              "constraints": [{"type": "forbidden", "name": "r",
+                               "when": {"a": {"in": ["a0"]}, "b": {"in": ["b0"]}}}]}
+    old = _core.set_max_table_cells(4000)
+    try:
+        synth = Synthesizer.create("mst", epsilon=50.0, progress=False, seed=0).fit(df, schema)
+        out = synth.sample(500)
+    finally:
+        _core.set_max_table_cells(old)
+    assert verify_ledger(synth.ledger, allow_fixed_seed=True).ok
+    assert not ((out["a"] == "a0") & (out["b"] == "b0")).any()

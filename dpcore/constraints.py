@@ -417,7 +417,46 @@ def zero_masks(schema: "Schema") -> list[tuple[str, dict[str, np.ndarray]]]:
             raise _err(r.name, "forbids every cell of its measured columns: nothing could be "
                                "generated")
         out.append((r.name, masks))
+    _check_some_cell_allowed(out)
     return out
+
+
+# rules sharing columns are checked together up to this many cells (a bool table)
+_UNION_CHECK_CELLS = 1 << 24
+
+
+def _check_some_cell_allowed(rules: list[tuple[str, dict[str, np.ndarray]]]) -> None:
+    """Rules that together forbid every cell of their columns (``a in [x]`` and ``a in [y]``
+    on a two-value column) leave nothing to generate, which each rule alone does not show:
+    checked per group of rules joined by shared columns, where its table is small enough."""
+    groups: list[tuple[list[str], list[dict[str, np.ndarray]], list[str]]] = []
+    for name, masks in rules:
+        joined = [g for g in groups if set(g[0]) & set(masks)]
+        columns = list(dict.fromkeys([c for g in joined for c in g[0]] + list(masks)))
+        group = (columns, [m for g in joined for m in g[1]] + [masks],
+                 [n for g in joined for n in g[2]] + [name])
+        groups = [g for g in groups if not any(g is j for j in joined)] + [group]
+    for columns, masks, names in groups:
+        shape = [len(next(m[c] for m in masks if c in m)) for c in columns]
+        if len(names) > 1 and math.prod(shape) <= _UNION_CHECK_CELLS and \
+                forbidden_table(columns, shape, masks).all():
+            raise _err(None, f"rules {names} together forbid every cell of {columns}: "
+                             f"nothing could be generated")
+
+
+def forbidden_table(columns: list[str], shape: list[int],
+                    masks: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """The cells of the table over ``columns`` (sizes ``shape``) that some rule forbids (each
+    rule: column -> boolean mask over its codes, forbidden where every mask holds)."""
+    forbidden = np.zeros(shape, dtype=bool)
+    for rule in masks:
+        hit = np.ones([1] * len(columns), dtype=bool)
+        for col, mask in rule.items():
+            axes = [1] * len(columns)
+            axes[columns.index(col)] = -1
+            hit = hit & np.asarray(mask, dtype=bool).reshape(axes)
+        forbidden |= hit
+    return forbidden
 
 
 def zero_cliques(schema: "Schema", *, max_cells: int | None = None) -> list[tuple[str, ...]]:

@@ -44,6 +44,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dpcore.constraints import forbidden_table
+
 
 def rule_block(model: Any, rule_columns: list[list[str]]) -> list[str]:
     """S: the attributes of every component of the model's clique graph holding a rule column,
@@ -89,7 +91,7 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     shape = [len(mapping[a]) if e else model.domain.size((a,)) for a, e in zip(attrs, expand)]
     if not attrs or math.prod(shape) > max_cells:
         return None
-    forbidden = _forbidden(attrs, shape, masks)
+    forbidden = forbidden_table(attrs, shape, masks)
     if forbidden.all():           # the rules together forbid every cell: nothing to draw
         return None
     weights = np.clip(np.asarray(model.project(tuple(attrs)).values, dtype=np.float64), 0, None)
@@ -114,19 +116,6 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
     return rows
 
 
-def _forbidden(attrs: list[str], shape: list[int], masks: list[dict[str, np.ndarray]]) -> np.ndarray:
-    """The forbidden cells of the table over ``attrs`` (every rule's columns among them)."""
-    forbidden = np.zeros(shape, dtype=bool)
-    for rule in masks:
-        hit = np.ones([1] * len(attrs), dtype=bool)
-        for col, mask in rule.items():
-            axes = [1] * len(attrs)
-            axes[attrs.index(col)] = -1
-            hit = hit & np.asarray(mask, dtype=bool).reshape(axes)
-        forbidden |= hit
-    return forbidden
-
-
 def mixture_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int, seed: Any,
                  max_cells: int) -> np.ndarray | None:
     """``n`` rows from a :class:`~mechanisms.product_mixture.ProductMixture` conditioned on the
@@ -142,7 +131,7 @@ def mixture_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int, seed: A
         axes = [B] + [1] * len(attrs)
         axes[k + 1] = shape[k]
         joint = joint * model.tables[names.index(a)].reshape(axes)
-    allowed = ~_forbidden(attrs, shape, masks)
+    allowed = ~forbidden_table(attrs, shape, masks)
     if not allowed.any():
         return None
     joint = (joint * allowed).reshape(B, -1)

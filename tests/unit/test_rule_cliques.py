@@ -177,3 +177,34 @@ def test_a_rule_forbidding_every_measured_cell_is_refused_by_every_plan(name, tm
     with pytest.raises(SchemaError, match="'notz'.*forbids every cell"):
         s.fit(df, schema)
     assert not ledger.exists()
+
+
+@pytest.mark.parametrize("mechanism", ["independent", "mst", "mwem", "aim"])
+def test_rules_that_together_forbid_every_cell_are_refused_before_any_charge(mechanism, tmp_path):
+    # each rule alone leaves a value; together none (review of session 14)
+    from dpcore.schema import SchemaError
+    from mechanisms.synthesizer import Synthesizer
+    schema = {"columns": {"a": {"type": "categorical", "categories": ["x", "y"]},
+                          "b": {"type": "categorical", "categories": ["u", "v"]}},
+              "constraints": [{"type": "forbidden", "name": "no_x", "when": {"a": {"in": ["x"]}}},
+                              {"type": "forbidden", "name": "no_y", "when": {"a": {"in": ["y"]}}}]}
+    ledger = tmp_path / "ledger.json"
+    synth = Synthesizer.create(mechanism, epsilon=1.0, progress=False, ledger_path=ledger)
+    with pytest.raises(SchemaError, match="together forbid every cell"):
+        synth.plan(schema)
+    df = pd.DataFrame({"a": ["x", "y"] * 5, "b": ["u"] * 10})
+    with pytest.raises(SchemaError, match="together forbid every cell"):
+        synth.fit(df, schema)
+    assert not ledger.exists()
+
+
+def test_rules_on_shared_columns_that_leave_a_cell_pass():
+    from dpcore.constraints import zero_masks
+    from dpcore.schema import Schema
+    schema = Schema.from_dict({
+        "columns": {"a": {"type": "categorical", "categories": ["x", "y", "z"]},
+                    "b": {"type": "categorical", "categories": ["u", "v"]}},
+        "constraints": [{"type": "forbidden", "name": "r1", "when": {"a": {"in": ["x"]}}},
+                        {"type": "forbidden", "name": "r2",
+                         "when": {"a": {"in": ["y", "z"]}, "b": {"in": ["u"]}}}]})
+    assert [name for name, _ in zero_masks(schema)] == ["r1", "r2"]     # (z, v) is allowed

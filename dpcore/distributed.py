@@ -49,14 +49,27 @@ def require_dask():
     return dask
 
 
+_EXTENSIONS = {"csv": "csv", "parquet": "parquet", "pq": "parquet"}
+
+
 def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
-    """The files of a glob, a directory (its *.csv, *.parquet and *.pq files) or a list,
-    sorted (the order fixes nothing but the digest's)."""
+    """The files of a path, a glob, a directory (its .csv, or its .parquet/.pq files, in any
+    letter case) or a list, sorted (the order fixes nothing but the digest's). A name that is
+    an existing file is that file, never a pattern. Each record must be counted once: two
+    names of one file (a repeat, a symbolic or hard link) are refused, and so is a directory
+    holding both CSV and Parquet files (the same table in two formats counts twice)."""
     if isinstance(source, (str, os.PathLike)):
         text = os.fspath(source)
         if os.path.isdir(text):
-            found = [p for ext in ("csv", "parquet", "pq")
-                     for p in glob.glob(os.path.join(text, f"*.{ext}"))]
+            found = [os.path.join(text, name) for name in os.listdir(text)
+                     if name.rpartition(".")[2].lower() in _EXTENSIONS]
+            formats = {_EXTENSIONS[p.rpartition(".")[2].lower()] for p in found}
+            if len(formats) > 1:
+                raise InvalidArgumentError(
+                    f"directory {text!r} holds both CSV and Parquet files; name the ones to "
+                    f"read with a glob (the same table in two formats would count twice)")
+        elif os.path.isfile(text):
+            found = [text]
         else:
             found = glob.glob(text)
     else:
@@ -64,6 +77,13 @@ def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> lis
     files = sorted(p for p in found if os.path.isfile(p))
     if not files:
         raise InvalidArgumentError(f"no data files match {source!r}")
+    seen: dict[tuple[int, int], str] = {}
+    for path in files:
+        st = os.stat(path)
+        first = seen.setdefault((st.st_dev, st.st_ino), path)
+        if first is not path:
+            raise InvalidArgumentError(f"{first!r} and {path!r} are the same file; each "
+                                       f"record must be counted once")
     return files
 
 
@@ -148,6 +168,11 @@ class DistributedTable(CountedTable):
             self._frame = None
 
     @property
+    def files(self) -> list[str]:
+        """The input files (empty for a Dask DataFrame)."""
+        return list(self._files or [])
+
+    @property
     def partitions(self) -> int:
         return len(self._files) if self._files is not None else self._frame.npartitions
 
@@ -178,4 +203,13 @@ class DistributedTable(CountedTable):
         except Exception as exc:    # a lost worker (KilledWorker), a cancelled task, ...
             raise ClusterError(f"counting on the cluster failed ({type(exc).__name__}): "
                                f"{str(exc)[:200]}") from None
+        if self._files is not None and len(set(digests)) < len(digests):
+            # two files with the same bytes are a copy: every record in them would count
+            # twice against a charge for once (found in the first pass, before any charge)
+            first: dict[str, str] = {}
+            for path, digest in zip(self._files, digests):
+                if digest in first:
+                    raise InvalidArgumentError(f"{first[digest]!r} and {path!r} hold the same "
+                                               f"bytes; each record must be counted once")
+                first[digest] = path
         return tables, hashlib.sha256("\n".join(digests).encode()).hexdigest()

@@ -33,7 +33,10 @@ class RoundRecord:
 
 @dataclass
 class MechanismResult:
-    """Output of ``aim``/``mst``/``mwem``/``independent``. Everything here is public."""
+    """Output of ``aim``/``mst``/``mwem``/``independent``. Everything here is public except
+    the wall-clock ``timings`` and each round's ``seconds``, which time reads of the data
+    (they stay with the data owner: :meth:`without_timings` drops them, as
+    ``Synthesizer.save`` and the CLI's ``--result`` do)."""
 
     synthetic: Any
     model: Any
@@ -41,6 +44,12 @@ class MechanismResult:
     rounds: tuple[RoundRecord, ...]
     timings: dict[str, float]
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def without_timings(self) -> MechanismResult:
+        """This result with the timings zeroed (what may be published)."""
+        from dataclasses import replace
+        return replace(self, timings={}, rounds=tuple(replace(r, seconds=0.0)
+                                                      for r in self.rounds))
 
     @property
     def confidence_bounds(self):

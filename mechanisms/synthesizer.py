@@ -289,6 +289,7 @@ class Synthesizer(abc.ABC):
                                  batch_bytes=DEFAULT_BATCH_BYTES if batch_bytes is None
                                  else batch_bytes)
         digest = table.prefetch(self.batch_cliques(data_schema.domain(), plan))
+        self._input_paths = table.files         # never outputs of this synthesizer
         return self._fit_dataset(table, schema, plan, digest, callback=callback,
                                  keep_open=keep_open)
 
@@ -487,7 +488,12 @@ class Synthesizer(abc.ABC):
             state["_ledger"] = self.ledger
         state["_filter"] = None
         state.pop("_input_path", None)                 # local paths, not part of the fit
+        state.pop("_input_paths", None)
         state.pop("_schema_path", None)
+        # timings of the fit measure reads of the sensitive data (a pass over the file takes
+        # longer the more rows it holds): not part of a saved synthesizer
+        if state.get("result_") is not None:
+            state["result_"] = state["result_"].without_timings()
         # The salt and the plain hash of the input open the ledger's input commitment (anyone
         # holding them can test a guessed table): they stay with the run (the CLI's salt
         # file), never in a saved synthesizer.
@@ -511,6 +517,8 @@ class Synthesizer(abc.ABC):
             ("this fit's ledger", ledger),
             ("the ledger's salt file", None if ledger is None else salt_path(ledger)),
             ("the file this synthesizer was fitted on", getattr(self, "_input_path", None)),
+            *(("a file this synthesizer was fitted on", p)
+              for p in getattr(self, "_input_paths", ())),
             ("the schema file this synthesizer was fitted with", getattr(self, "_schema_path", None)),
             ("the workload file", os.fspath(workload) if isinstance(workload, (str, os.PathLike))
              and os.path.isfile(workload) else None)])

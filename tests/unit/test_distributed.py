@@ -180,3 +180,58 @@ def test_cli_engine_dask_writes_what_the_memory_engine_writes(client, files, tmp
                           "--data", str(folder / "part*.csv"), "--mechanism", "fem",
                           "--out", str(tmp_path / "f.csv"), "--ledger", str(tmp_path / "f.json")]
                 ) == 2
+
+
+# ------------------------------------------------------------------ session 14 audit
+def test_no_record_is_counted_twice(client, files):
+    # a repeated name, a link, the same table in two formats or a copy would add each of its
+    # records two or more times against a charge for one
+    from dpcore.distributed import expand_paths
+    from dpcore.errors import InvalidArgumentError
+    folder, _ = files
+    part = folder / "part0.csv"
+    with pytest.raises(InvalidArgumentError, match="same file"):
+        expand_paths([str(part), os.path.join(str(folder), ".", "part0.csv")])
+    (folder / "link.csv").symlink_to(part)
+    with pytest.raises(InvalidArgumentError, match="same file"):
+        expand_paths(str(folder))
+    (folder / "link.csv").unlink()
+    pd.read_csv(part, dtype=str).to_parquet(folder / "part0.parquet")
+    with pytest.raises(InvalidArgumentError, match="both CSV and Parquet"):
+        expand_paths(str(folder))
+    (folder / "part0.parquet").unlink()
+    (folder / "copy.csv").write_bytes(part.read_bytes())
+    table = DistributedTable(str(folder), SCHEMA, client=client)
+    with pytest.raises(InvalidArgumentError, match="hold the same bytes"):
+        table.prefetch([("a",)])
+
+
+def test_paths_are_literal_where_they_name_a_file_and_extensions_ignore_case(files):
+    from dpcore.distributed import expand_paths
+    folder, _ = files
+    odd = folder / "run[1].csv"            # a glob would read part1-like names instead
+    odd.write_text("a,b,c,d\nx,1,0,0.5\n")
+    assert expand_paths(str(odd)) == [str(odd)]
+    (folder / "part1.csv").rename(folder / "part1.CSV")
+    assert len(expand_paths(str(folder))) == 4
+
+
+def test_outputs_never_replace_the_files_fit_distributed_read(client, files):
+    from dpcore.errors import InvalidArgumentError
+    folder, _ = files
+    synth = Synthesizer.create("mst", epsilon=1.0, progress=False).fit_distributed(
+        str(folder / "*.csv"), SCHEMA, client=client)
+    before = (folder / "part1.csv").read_bytes()
+    with pytest.raises(InvalidArgumentError, match="fitted on"):
+        synth.write(folder / "part1.csv", 10)
+    assert (folder / "part1.csv").read_bytes() == before
+
+
+def test_a_saved_synthesizer_keeps_no_timings(tmp_path):
+    from mechanisms.synthesizer import Synthesizer as S
+    synth = S.create("mst", epsilon=1.0, progress=False).fit(_frame(300, 1), SCHEMA)
+    assert synth.result.timings                     # the data owner sees them
+    synth.save(tmp_path / "model.pkl")
+    loaded = S.load(tmp_path / "model.pkl")
+    assert loaded.result.timings == {}
+    assert all(r.seconds == 0.0 for r in loaded.result.rounds)

@@ -255,6 +255,9 @@ class Curator:
             tables[self._domain.attrs.index(attr)] = table if codes is None else table[codes]
         if sharpness > SOFT_COUNT_GRID:
             raise InvalidArgumentError(f"sharpness must be at most 2^20, got {sharpness}")
+        if not math.isfinite(sigma * SOFT_COUNT_GRID):    # the noise's scale on the grid
+            raise InvalidArgumentError(f"sigma must be below 2^1003 (its multiple on the 2^-20 "
+                                       f"grid must be finite), got {sigma}")
         if not self.holds_records:
             raise InvalidArgumentError(
                 "a soft count reads records, and this curator holds counted marginals only (the "

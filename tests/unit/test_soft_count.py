@@ -117,6 +117,7 @@ def test_compressed_scores_are_those_of_the_merged_codes():
     ({"a": [0.0, 1.0, 2.0]}, float("inf"), 1.0, 5.0, InvalidArgumentError),
     ({"a": [0.0, 1.0, 2.0]}, "1", 1.0, 5.0, DpcoreTypeError),
     ({"a": [0.0, 1.0, 2.0]}, 0.0, 0.0, 5.0, InvalidArgumentError),
+    ({"a": [0.0, 1.0, 2.0]}, 0.0, 1e303, 5.0, InvalidArgumentError),     # sigma G overflows
     ({"a": [0.0, 1.0, 2.0]}, 0.0, 1.0, 0.0, InvalidArgumentError),
     ({"a": [0.0, 1.0, 2.0]}, 0.0, 1.0, 2.0 ** 21, InvalidArgumentError),
 ])

@@ -104,12 +104,15 @@ def _probe_writable(path: str | None, label: str, *, must_not_exist: bool = Fals
     target = Path(path)
     try:
         check_replaceable(path, label)       # a directory, device, FIFO or socket
-        check_not_a_record(path, label)      # any ledger or salt file, even with --force
     except InvalidArgumentError as err:
         raise CliError(str(err)) from None
     if must_not_exist and target.exists():
         raise CliError(f"{label} {path!r} already exists; refusing to overwrite a record of "
                        f"spent budget (choose a new path)")
+    try:
+        check_not_a_record(path, label)      # any ledger or salt file, even with --force
+    except InvalidArgumentError as err:
+        raise CliError(str(err)) from None
     if not force and (target.exists() or target.is_symlink()):
         raise CliError(f"{label} {path!r} already exists; refusing to overwrite it (choose a "
                        f"new path, or pass --force)")

@@ -335,19 +335,13 @@ class Curator:
         return _draw(scores, epsilon, top * SCORE_GRID, self._exact_rng)
 
     def _weights_grid(self, w: np.ndarray) -> tuple[list, int, float]:
-        """Checked weights on the score grid, their maximum and the sensitivity Δ it gives
-        (exact: a dyadic rational of < 53 bits)."""
-        if w.min() < 0:
-            raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
-        grid_w = self._grid("weights", w)
-        top = max(grid_w)
-        if top <= 0:
-            raise InvalidArgumentError(
-                f"weights must have a maximum that rounds to >= 1/{SCORE_GRID} (the sensitivity), got {w.max()}")
-        return grid_w, top, top / SCORE_GRID
+        """:meth:`_weights_grid_array` with the grid weights as Python ints."""
+        grid_w, top, delta = self._weights_grid_array(w)
+        return grid_w.tolist(), top, delta
 
     def _weights_grid_array(self, w: np.ndarray) -> tuple[np.ndarray, int, float]:
-        """:meth:`_weights_grid` with the grid weights as an int64 array (the same checks)."""
+        """Checked weights on the score grid (int64), their maximum and the sensitivity Δ it
+        gives (exact: a dyadic rational of < 53 bits)."""
         if w.min() < 0:
             raise InvalidArgumentError(f"weights must be >= 0, got min {w.min()}")
         grid_w = self._grid_array("weights", w)

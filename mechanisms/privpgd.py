@@ -370,7 +370,7 @@ def check_protect(protect, domain, total_share: float):
         if not ok:
             raise InvalidArgumentError(f"protect.{name} must be a number in {'(' if open_low else '['}"
                                        f"{low:g}, {high:g}], got {repr(value)[:40]}")
-        return float(value)
+        return real
 
     clean = {a: number(f"weights[{a!r}]", w, -2.0 ** 30, 2.0 ** 30, open_low=False)
              for a, w in weights.items()}

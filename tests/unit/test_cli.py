@@ -585,11 +585,11 @@ def test_a_salt_file_that_cannot_be_created_is_found_before_any_charge(work, cap
 
 
 def test_a_salt_lost_after_a_completed_run_is_a_warning_not_a_failure(work, capsys, monkeypatch):
-    import dpcore.cli as cli
+    import dpcore.cli.synth as synth_command
 
     def lost(ledger, synth):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(cli, "_save_salt", lost)
+    monkeypatch.setattr(synth_command, "save_salt", lost)
     code, err = run(synth_args(work), capsys)
     # an error exit would invite a second run, and a second spend
     assert code == 0 and "salt was not saved" in err, err

@@ -153,7 +153,7 @@ def test_cli_a_huge_rule_never_leaves_an_open_run(mechanism, tmp_path, capsys):
 def test_cli_memory_advice_names_only_the_mechanism_options():
     from argparse import Namespace
 
-    from dpcore.cli import _memory_advice
+    from dpcore.cli.parser import _memory_advice
     assert "--max-model-size" in _memory_advice(Namespace(mechanism="aim"))
     for name in ("independent", "mst", "nist-mst", "pep", "fem", "privpgd"):
         assert "--max-model-size" not in _memory_advice(Namespace(mechanism=name))

@@ -1,0 +1,6 @@
+"""``python -m dpcore.cli``: the ``dpcore`` command."""
+import sys
+
+from dpcore.cli import main
+
+sys.exit(main())

@@ -8,31 +8,33 @@ domain), it cannot find allowed rows. That happened after the whole budget was s
 refusing lost the budget. This module draws the conditional law directly where it is cheap and
 exact:
 
-Let S be the union of the connected components of the model's clique graph (attributes joined
-when a clique holds both) that hold a forbidden rule's columns. The model factorises as
-P(x) = P(x_S) P(x_rest), and the allowed set constrains x_S only, so
-P(x | allowed) = P(x_S | x_S allowed) P(x_rest): draw the rest from the model as usual and x_S
-from the model's marginal on S with the forbidden cells zeroed, renormalised. For the
-independent model S is just the rules' columns. This needs the marginal on S as one table
-(within the cell cap); otherwise :func:`conditioned_rows` returns None and the caller refuses as
-before. If the model gives the
-allowed cells of S no mass at all (its log-potentials' floor underflowed), the allowed cells are
-drawn uniformly: the conditional is then undefined, and uniform is its limit under any smoothing.
-The same conditioning for the other released models (:func:`conditioned_draw`):
+For a graphical model P(x) ∝ exp(Σ_C θ_C(x_C)), the law conditioned on the allowed cells is
+the same model times each rule's allowed indicator, a factor over the rule's columns (log 0 on
+its forbidden cells): ``P(x | allowed) ∝ exp(Σ_C θ_C(x_C)) Π_r 1[x_{R_r} allowed by r]``, a
+graphical model with the rules' columns as extra cliques (:func:`masked_model`), drawn with the
+junction-tree sampler like the model itself. This needs the junction tree of the model's and the
+rules' cliques within the cell cap, not a table over every column a rule touches: for the
+independent model (1-way cliques) it is the rules' own tree, which the plan sizes before any
+charge (``Synthesizer._rule_options``). If the model gives the allowed cells no mass at all (its
+log-potentials' floor underflowed), the allowed cells are drawn uniformly: the conditional is
+then undefined, and uniform is its limit under any smoothing. The same conditioning for the
+other released models (:func:`conditioned_draw`):
 
-* a product mixture (RAP-softmax, GEM: B product distributions mixed uniformly): the component
-  is drawn with probability proportional to its mass on the allowed cells of the rules' columns
-  S, then x_S from that component's masked product and the rest from the component as usual
-  (exact: P(j, x | allowed) is proportional to P_j(x_S) P_j(x_rest) on allowed x_S); needs the
-  B x |S| table within the cell cap;
+* a product mixture (RAP-softmax, GEM: B product distributions mixed uniformly): component j,
+  masked as above, has mass Z_j on the allowed cells (its log-partition on the rules' tree),
+  so the component is drawn with probability proportional to Z_j and the row from that
+  component's masked model (exact: P(j, x | allowed) ∝ P_j(x) 1[x allowed]);
 * a mixture of records (FEM, DQRS, PrivPGD's particles: the uniform law on a table of records):
   the allowed records uniformly; none allowed refuses (None).
 
-The histogram families (PEP, MWEM-explicit) release a one-clique graphical model: S is then the
-whole (capped) domain. MST's model lives on a compressed domain whose merged codes are spread
-uniformly over the values they merged: the block's marginal is expanded to the original codes
-on the rules' own columns with that spread (the law MST's sampler follows), conditioned as
-above, and its other columns are spread back after the draw as the sampler does.
+The histogram families (PEP, MWEM-explicit) release a one-clique graphical model over the whole
+(capped) domain. MST's model lives on a compressed domain whose merged codes are spread
+uniformly over the values they merged, and a merged code can hold allowed and forbidden values,
+so no factor on the compressed domain masks it: there S is the union of the connected
+components of the model's clique graph holding a rule's columns, P(x) = P(x_S) P(x_rest), and
+the block's marginal is expanded to the original codes on the rules' own columns with that
+spread (the law MST's sampler follows), conditioned, and drawn as one table; its other columns
+are spread back after the draw as the sampler does (:func:`conditioned_rows`).
 
 Everything here reads only the released model and the public rules: post-processing, no budget
 (proofs/structural_constraints.py).
@@ -45,6 +47,189 @@ from typing import Any, Callable
 import numpy as np
 
 from dpcore.constraints import forbidden_table
+
+
+_CELL_BYTES, _MB = 8, 1 << 20
+
+
+def conditioned_cells() -> int:
+    """The most cells a conditioned draw may use (its tree, or MST's block table): an eighth
+    of the cell cap, since the draw holds a few float64 copies of it."""
+    from .plan import cell_cap
+    return cell_cap() // 8
+
+
+def check_conditioned_fits(domain: Any, masks: list[dict[str, np.ndarray]]) -> None:
+    """Before any charge, for a mechanism that fits no structural zeros: the forbidden rules
+    (``dpcore.constraints.zero_masks``) that share a column with another rule must make a
+    junction tree within :func:`conditioned_cells`, so that when rejection fails after the
+    spend the independent model and the product mixtures can still draw their law on the
+    allowed cells exactly (:func:`masked_model`, :func:`mixture_rows`; a rule alone needs no
+    table, :func:`outside_rows`); SchemaError naming their columns otherwise."""
+    from dpcore.junction_tree import JunctionTree
+    from dpcore.schema import SchemaError
+    singles = [(a,) for a in domain.attrs]
+    _, joined = split_rules(singles, masks)
+    if not joined:
+        return
+    cap = conditioned_cells()
+    cliques = [tuple(_columns(domain, rule)) for rule in joined]
+    largest = max(math.prod(domain.size((a,)) for a in c) for c in cliques)
+    cells = largest if largest > cap else _tree_cells(JunctionTree(domain, singles + cliques))
+    if cells > cap:
+        raise SchemaError(
+            f"schema constraints: the forbidden rules over {[list(c) for c in cliques]} share "
+            f"columns and make a junction tree of {cells:.0f} cells, above {cap} (an eighth "
+            f"of the cell cap): this mechanism fits no structural zeros, so it could spend its "
+            f"budget and then be unable to draw allowed rows; coarsen these columns, merge or "
+            f"split the rules, or use aim, mst or mwem (they fit the rules as structural zeros)")
+
+
+def rule_groups(masks: list[dict[str, np.ndarray]]) -> list[list[dict[str, np.ndarray]]]:
+    """The rules grouped by shared columns (transitively): no two groups share a column."""
+    groups: list[tuple[set, list]] = []
+    for rule in masks:
+        joined = [g for g in groups if g[0] & set(rule)]
+        columns = set(rule).union(*(g[0] for g in joined))
+        rules = [r for g in joined for r in g[1]] + [rule]
+        groups = [g for g in groups if not any(g is j for j in joined)] + [(columns, rules)]
+    return [rules for _, rules in groups]
+
+
+def split_rules(cliques: Any, masks: list[dict[str, np.ndarray]]) -> tuple[list, list]:
+    """(alone, joined): the rules alone in their group whose columns the model holds in 1-way
+    cliques only, and the others. An alone rule's columns are independent of every other
+    column, model and rules alike, so their conditioned law is a product law outside one
+    product set (:func:`outside_rows`), with no table over the rule's columns."""
+    shared = {a for c in cliques if len(c) > 1 for a in c}
+    alone: list = []
+    joined: list = []
+    for group in rule_groups(masks):
+        if len(group) == 1 and not shared & set(group[0]):
+            alone.append(group[0])
+        else:
+            joined.extend(group)
+    return alone, joined
+
+
+def _pieces(laws: list[np.ndarray], masks: list[np.ndarray]) -> np.ndarray:
+    """The masses of the allowed set's disjoint pieces under the product of ``laws``: piece i
+    has the columns before i inside their masks, column i outside its own, the rest free."""
+    inside = [float(p[m].sum()) for p, m in zip(laws, masks)]
+    outside = [float(p[~m].sum()) for p, m in zip(laws, masks)]
+    return np.array([math.prod(inside[:i]) * outside[i] for i in range(len(laws))])
+
+
+def outside_mass(laws: list[np.ndarray], masks: list[np.ndarray]) -> float:
+    """The mass the product of ``laws`` (each summing to 1) puts where the rule does not hold
+    (some column outside its mask)."""
+    return float(_pieces(laws, masks).sum())
+
+
+def outside_rows(laws: list[np.ndarray], masks: list[np.ndarray], n: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """``n`` i.i.d. rows (one column per law) from the product of ``laws`` conditioned on the
+    rule not holding, exactly: a piece of the allowed set (:func:`_pieces`) by its mass, then
+    each column from its law restricted to the piece. The uniform laws when the allowed cells
+    have no mass (the rule forbids some but not every cell: the plan refuses the rest)."""
+    mass = _pieces(laws, masks)
+    if not mass.sum() > 0:
+        laws = [np.full(len(m), 1.0 / len(m)) for m in masks]
+        mass = _pieces(laws, masks)
+    piece = rng.choice(len(laws), size=n, p=mass / mass.sum())
+    out = np.empty((n, len(laws)), dtype=np.int64)
+    for c, (p, m) in enumerate(zip(laws, masks)):
+        for rows, law in ((piece > c, p * m), (piece == c, p * ~m), (piece < c, p)):
+            at = np.flatnonzero(rows)
+            if len(at):
+                out[at, c] = rng.choice(len(p), size=len(at), p=law / law.sum())
+    return out
+
+
+def _columns(domain: Any, rule: dict[str, np.ndarray]) -> list[str]:
+    return [a for a in domain.attrs if a in rule]
+
+
+def _rule_factors(domain: Any, masks: list[dict[str, np.ndarray]], max_cells: int):
+    """Per rule: its columns (domain order) and its allowed indicator as a log-factor (0 on
+    allowed cells, -inf on forbidden ones); None when a rule's table exceeds ``max_cells``."""
+    from dpcore.factor import Factor
+    out = []
+    for rule in masks:
+        cols = tuple(_columns(domain, rule))
+        shape = [domain.size((a,)) for a in cols]
+        if math.prod(shape) > max_cells:
+            return None
+        forbidden = forbidden_table(list(cols), shape, [rule])
+        out.append((cols, Factor(domain.project(cols), np.where(forbidden, -np.inf, 0.0))))
+    return out
+
+
+def _tree_cells(tree: Any) -> float:
+    return tree.size_mb * _MB / _CELL_BYTES
+
+
+def masked_model(model: Any, masks: list[dict[str, np.ndarray]], max_cells: int, *,
+                 uniform: bool = False) -> Any:
+    """``model`` (a GraphicalModel) times each rule's allowed indicator: the graphical model of
+    its law conditioned on the allowed cells (module docstring); with ``uniform``, the
+    potentials of the model's components holding a rule column are zero, so the rules'
+    block is uniform on its allowed cells. None when a rule's table, or the junction tree of
+    the model's cliques and the rules', exceeds ``max_cells``."""
+    from dpcore.factor import Factor
+    from dpcore.inference.model import GraphicalModel
+    from dpcore.junction_tree import JunctionTree
+    rules = _rule_factors(model.domain, masks, max_cells)
+    if rules is None:
+        return None
+    cliques = list(model.cliques) + [cols for cols, _ in rules]
+    if _tree_cells(JunctionTree(model.domain, cliques)) > max_cells:
+        return None
+    block = set(rule_block(model, [list(r) for r in masks])) if uniform else set()
+    potentials = [Factor(f.domain, np.zeros_like(f.values)) if block & set(c) else f
+                  for c, f in zip(model.cliques, model.potentials)]
+    return GraphicalModel(model.domain, cliques, potentials + [f for _, f in rules], model.total)
+
+
+def _calibrated(calibrate: Callable[[], Any]) -> Any:
+    """``calibrate()``, or None when the log-potentials give no mass at all (the compiled
+    calibration refuses a log-partition of -inf: here, no mass on the allowed cells)."""
+    from dpcore.errors import InvalidArgumentError
+    try:
+        return calibrate()
+    except InvalidArgumentError as err:
+        if "positive total mass" not in str(err):
+            raise
+        return None
+
+
+def _masked_rows(model: Any, masks: list[dict[str, np.ndarray]], names: list[str], n: int,
+                 seed: Any, max_cells: int) -> np.ndarray | None:
+    """``n`` rows (columns ``names``) of a graphical model conditioned on the allowed cells:
+    the rules joined with others or with the model's cliques through :func:`masked_model`
+    (drawn by the model's own sampler, randomized rounding along its tree), then each alone
+    rule's columns (:func:`split_rules`) replaced by :func:`outside_rows` of their 1-way laws,
+    which they are independent of the rest under."""
+    alone, joined = split_rules(model.cliques, masks)
+    base = model
+    if joined:
+        base = masked_model(model, joined, max_cells)
+        if base is None:
+            return None
+        if _calibrated(lambda: base.calibrated) is None:     # no mass on the allowed cells
+            base = masked_model(model, joined, max_cells, uniform=True)
+            if _calibrated(lambda: base.calibrated) is None:  # no allowed cell at all
+                return None
+    rng = np.random.default_rng(seed)
+    rows = np.array(base.synthetic_data(n, seed=int(rng.integers(2 ** 63))).records,
+                    dtype=np.int64)
+    attrs = list(model.domain.attrs)
+    for rule in alone:
+        cols = _columns(model.domain, rule)
+        laws = [model.project((a,)).values / model.total for a in cols]
+        rows[:, [attrs.index(a) for a in cols]] = outside_rows(
+            [law / law.sum() for law in laws], [rule[a] for a in cols], n, rng)
+    return rows[:, [attrs.index(a) for a in names]]
 
 
 def rule_block(model: Any, rule_columns: list[list[str]]) -> list[str]:
@@ -70,17 +255,19 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
                      seed: Any, max_cells: int, mapping: Any = None) -> np.ndarray | None:
     """``n`` rows (codes of the columns ``names``, the model's attributes) from ``model``
     conditioned on no rule of ``masks`` holding (each rule: column -> boolean mask over its
-    codes, forbidden where every column's mask holds), or None when the marginal on S would
-    exceed ``max_cells`` (or the model is not on ``names``). ``draw(n, seed)``: n rows from the
-    model (the caller's sampler), columns ``names``. ``mapping``: MST's compression
-    (``{column: compressed code of each original code}``; the model is on the compressed
-    domain and ``draw`` spreads a merged code uniformly over the codes it merged): the block's
-    marginal is then expanded to the original codes, each merged code getting its group's mass
-    over the group's size, which is the law ``draw`` follows."""
+    codes, forbidden where every column's mask holds), or None when that cannot be drawn
+    within ``max_cells`` (or the model is not on ``names``): without ``mapping``, from
+    :func:`masked_model`. ``mapping``: MST's compression (``{column: compressed code of each
+    original code}``; the model is on the compressed domain and ``draw(n, seed)``, the caller's
+    sampler of n rows in columns ``names``, spreads a merged code uniformly over the codes it
+    merged): the marginal on S is then expanded to the original codes, each merged code
+    getting its group's mass over the group's size, which is the law ``draw`` follows, and
+    conditioned as one table."""
     from .mst import decompress_column
-    mapping = mapping or {}
     if sorted(names) != sorted(model.domain.attrs):
         return None
+    if not mapping:
+        return _masked_rows(model, masks, names, n, seed, max_cells)
     attrs = rule_block(model, [list(m) for m in masks])
     # only the rules' own columns are expanded to their original codes (the masks are on
     # those); the rest of the block stays compressed and is spread back below as MST's
@@ -119,39 +306,72 @@ def conditioned_rows(model: Any, masks: list[dict[str, np.ndarray]],
 def mixture_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int, seed: Any,
                  max_cells: int) -> np.ndarray | None:
     """``n`` rows from a :class:`~mechanisms.product_mixture.ProductMixture` conditioned on the
-    allowed cells (module docstring), or None when its B x |S| table exceeds ``max_cells``."""
-    names = list(model.domain.attrs)
-    attrs = [a for a in names if any(a in rule for rule in masks)]
-    shape = [model.domain.size((a,)) for a in attrs]
+    allowed cells (module docstring), or None when the junction tree of the joined rules'
+    cliques (:func:`split_rules`) exceeds ``max_cells`` or no cell is allowed. Component j's
+    mass on the allowed cells is the product of each alone rule's :func:`outside_mass` and the
+    joined rules' tree calibrated with j's tables as 1-way log-potentials (each sums to 1, so
+    the log-partition is the log of that mass); one tree serves all B components."""
+    from dpcore.factor import Factor
+    from dpcore.junction_tree import JunctionTree
+    domain = model.domain
+    attrs = list(domain.attrs)
+    singles = [(a,) for a in attrs]
+    alone, joined = split_rules(singles, masks)
+    tree, masking = None, []
+    if joined:
+        rules = _rule_factors(domain, joined, max_cells)
+        if rules is None:
+            return None
+        tree = JunctionTree(domain, singles + [cols for cols, _ in rules])
+        if _tree_cells(tree) > max_cells:
+            return None
+        masking = [f for _, f in rules]
+    in_rules = {a for rule in masks for a in rule}
+
+    def laws(j: int, uniform: bool) -> list[np.ndarray]:
+        """Component j's 1-way laws; with ``uniform``, uniform on the rules' columns."""
+        return [np.full(len(t[j]), 1.0 / len(t[j])) if uniform and a in in_rules else t[j]
+                for a, t in zip(attrs, model.tables)]
+
+    def component(j: int, uniform: bool = False) -> tuple[float, Any]:
+        """(log of component j's mass on the allowed cells, its calibrated masked tree)."""
+        law = laws(j, uniform)
+        with np.errstate(divide="ignore"):
+            mass = sum(math.log(m) if m > 0 else -math.inf for m in (
+                outside_mass([law[attrs.index(a)] for a in _columns(domain, rule)],
+                             [rule[a] for a in _columns(domain, rule)]) for rule in alone))
+            if tree is None:
+                return mass, None
+            ones = [Factor(domain.project(a), np.log(law[i])) for i, a in enumerate(singles)]
+        calibrated = _calibrated(lambda: tree.calibrate(ones + masking))
+        return (-math.inf if calibrated is None else mass + calibrated.log_partition), calibrated
+
     B = model.components
-    if not attrs or B * math.prod(shape) > max_cells:
-        return None
-    joint = np.ones([B] + [1] * len(attrs))
-    for k, a in enumerate(attrs):
-        axes = [B] + [1] * len(attrs)
-        axes[k + 1] = shape[k]
-        joint = joint * model.tables[names.index(a)].reshape(axes)
-    allowed = ~forbidden_table(attrs, shape, masks)
-    if not allowed.any():
-        return None
-    joint = (joint * allowed).reshape(B, -1)
-    mass = joint.sum(axis=1)
-    if not mass.sum() > 0:        # no mass on the allowed cells: their uniform law
-        joint = np.broadcast_to(allowed.ravel().astype(np.float64), joint.shape)
-        mass = joint.sum(axis=1)
+    mass = np.array([component(j)[0] for j in range(B)])
+    uniform = not np.isfinite(mass).any()    # no mass on the allowed cells: their uniform law
+    if uniform:
+        mass = np.array([component(j, True)[0] for j in range(B)])
+        if not np.isfinite(mass).any():      # no allowed cell at all
+            return None
     rng = np.random.default_rng(seed)
-    which = rng.choice(B, size=n, p=mass / mass.sum())
-    codes = np.empty((n, len(names)), dtype=np.int64)
-    for j in np.unique(which):
-        at = np.flatnonzero(which == j)
-        cells = rng.choice(joint.shape[1], size=len(at), p=joint[j] / mass[j])
-        for a, values in zip(attrs, np.unravel_index(cells, shape)):
-            codes[at, names.index(a)] = values
-        for i, a in enumerate(names):
-            if a not in attrs:
-                table = model.tables[i][j]
-                codes[at, i] = rng.choice(len(table), size=len(at), p=table / table.sum())
-    return codes
+    p = np.exp(mass - mass[np.isfinite(mass)].max())
+    counts = rng.multinomial(n, p / p.sum())
+    codes = np.empty((n, len(attrs)), dtype=np.int64)
+    at = 0
+    for j in np.flatnonzero(counts):
+        m, law = int(counts[j]), laws(int(j), uniform)
+        if tree is None:
+            rows = np.stack([rng.choice(len(q), size=m, p=q) for q in law], axis=1)
+        else:
+            rows = np.array(component(int(j), uniform)[1].sample(
+                m, method="sample", seed=int(rng.integers(2 ** 63))), dtype=np.int64)
+        for rule in alone:
+            cols = _columns(domain, rule)
+            rows[:, [attrs.index(a) for a in cols]] = outside_rows(
+                [law[attrs.index(a)] for a in cols], [rule[a] for a in cols], m, rng)
+        codes[at:at + m] = rows
+        at += m
+    return codes[rng.permutation(n)]
 
 
 def record_rows(model: Any, masks: list[dict[str, np.ndarray]], n: int,

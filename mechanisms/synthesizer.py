@@ -29,7 +29,8 @@ import pandas as pd
 
 from dpcore.accounting import approx_dp_to_zcdp
 from dpcore.constraints import (derived_rules, expand, forbidden_rows, forbidden_rules,
-                                measured_schema, structural_zeros, unconstrained, zero_cliques)
+                                measured_schema, structural_zeros, unconstrained, zero_cliques,
+                                zero_masks)
 from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, encode_frame, is_parquet
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from dpcore.evaluation import WorkloadSpec, parse_workload
@@ -440,13 +441,18 @@ class Synthesizer(abc.ABC):
     def _rule_options(self, schema: Schema) -> dict[str, Any]:
         """What the planner must size for the schema's rules: ``{"fixed": cliques}`` for a
         mechanism fitting structural zeros (each rule clique within the cell cap, checked
-        here naming the rule); empty otherwise. A rule that forbids every cell of its
-        measured columns is refused here for every mechanism."""
+        here naming the rule); empty otherwise, once the rules' junction tree is shown to fit
+        the exact conditioned draw that replaces a failed rejection
+        (:func:`mechanisms.conditioned.check_conditioned_fits`). A rule that forbids every
+        cell of its measured columns is refused here for every mechanism."""
         from .plan import cell_cap
         if not forbidden_rules(schema):
             return {}
         if not self.uses_zeros:     # still refuse a rule forbidding every cell, before any charge
+            from .conditioned import check_conditioned_fits
             zero_cliques(schema)
+            check_conditioned_fits(self._data_schema(schema).domain(),
+                                   [m for _, m in zero_masks(schema)])
             return {}
         fixed = zero_cliques(schema, max_cells=cell_cap())
         return {"fixed": fixed} if fixed else {}
@@ -674,16 +680,15 @@ class Synthesizer(abc.ABC):
         """The fallback when rejection fails: ``n`` rows of every column drawn exactly from the
         model conditioned on the allowed cells (:mod:`mechanisms.conditioned`: graphical models,
         including the histogram families' and MST's compressed one, product mixtures and
-        mixtures of records), or None where that is not available (a table over the rules'
-        block above the cell cap, a mixture of records with no allowed record)."""
-        from dpcore.constraints import zero_masks
-        from .conditioned import conditioned_draw
-        from .plan import cell_cap
+        mixtures of records), or None where that is not available (a tree, or MST's block
+        table, above :func:`~mechanisms.conditioned.conditioned_cells`; a mixture of records
+        with no allowed record)."""
+        from .conditioned import conditioned_cells, conditioned_draw
         result = self._fitted()
         masks = [m for _, m in zero_masks(self.schema_)]
-        # the draw holds a few float64 copies of the block's table: an eighth of the cell cap
         rows = conditioned_draw(result.model, masks, self._draw, list(self._measured().names),
-                                n, seed, cell_cap() // 8, result.extras.get("compression") or None)
+                                n, seed, conditioned_cells(),
+                                result.extras.get("compression") or None)
         if rows is None:
             return None
         full = expand(rows, self.schema_)

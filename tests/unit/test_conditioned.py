@@ -114,7 +114,31 @@ def test_product_mixture_rows_follow_the_brute_force_conditional():
     support = joint.ravel() > 0
     assert observed[~support].sum() == 0
     assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
-    assert mixture_rows(model, masks, 10, 5, 3 * 3 * 4 * 2 - 1) is None   # B x |S| over the cap
+    # two rules sharing no column: each is drawn outside its product set, no table needed
+    assert mixture_rows(model, masks, 10, 5, 1).shape == (10, 3)
+
+
+def test_product_mixture_rows_with_rules_sharing_a_column_use_their_tree():
+    from mechanisms.conditioned import mixture_rows
+    from mechanisms.product_mixture import ProductMixture
+    rng = np.random.default_rng(4)
+    dom = Domain(("a", "b", "c"), (3, 4, 2))
+    model = ProductMixture(dom, [rng.uniform(0.1, 1, (5, k)) for k in dom.shape], 100.0)
+    masks = [{"a": np.array([True, False, False]), "c": np.array([False, True])},
+             {"c": np.array([True, False]), "b": np.array([True, True, True, False])}]
+    n = 60_000
+    rows = mixture_rows(model, masks, n, 6, 100)
+    t = model.tables
+    joint = np.einsum("ja,jb,jc->abc", t[0], t[1], t[2]) / 5
+    joint[0, :, 1] = 0
+    joint[:, :3, 0] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, dom.shape), minlength=24)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    # their tree has cliques (a, c) and (b, c): 6 + 8 cells (and the 1-way), over a cap of 10
+    assert mixture_rows(model, masks, 10, 5, 10) is None
 
 
 def test_record_rows_draw_the_allowed_records_uniformly():
@@ -233,4 +257,105 @@ def test_mst_fits_without_zeros_when_a_rule_triangulates_past_the_cap():
     finally:
         _core.set_max_table_cells(old)
     assert verify_ledger(synth.ledger, allow_fixed_seed=True).ok
+    assert not ((out["a"] == "a0") & (out["b"] == "b0")).any()
+
+
+def _independent_model(shape, seed):
+    """An independent model (1-way cliques), as the independent mechanism releases."""
+    rng = np.random.default_rng(seed)
+    names = tuple("abcd"[:len(shape)])
+    dom = Domain(names, shape)
+    ms = [Measurement((a,), rng.uniform(1, 50, k), 1.0) for a, k in zip(names, shape)]
+    return estimate(dom, ms, max_iters=500).model
+
+
+def test_conditioned_rows_need_the_rules_tree_not_a_table_over_every_rule_column():
+    # two rules on disjoint pairs of an independent model: one table over all four columns
+    # (360 cells) exceeds the cap of 100, and the rules need no table at all (each is drawn
+    # outside its product set); the draw follows the brute-force conditional
+    model = _independent_model((3, 4, 5, 6), 1)
+    masks = [{"a": np.array([True, True, False]), "b": np.array([False, True, True, True])},
+             {"c": np.array([True, False, False, False, True]),
+              "d": np.array([True, True, True, True, True, False])}]
+    n = 80_000
+    rows = conditioned_rows(model, masks, None, ["a", "b", "c", "d"], n, 3, 100)
+    joint = model.project(("a", "b", "c", "d")).values.copy()
+    joint[np.ix_([0, 1], [1, 2, 3], range(5), range(6))] = 0
+    joint[np.ix_(range(3), range(4), [0, 4], range(5))] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, (3, 4, 5, 6)), minlength=360)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    # columns come back in the caller's order
+    swapped = conditioned_rows(model, masks, None, ["d", "c", "b", "a"], 1000, 3, 100)
+    assert np.array_equal(swapped, conditioned_rows(model, masks, None, ["a", "b", "c", "d"],
+                                                    1000, 3, 100)[:, ::-1])
+    assert conditioned_rows(model, masks, None, ["a", "b", "c", "d"], 10, 3, 1).shape == (10, 4)
+
+
+def test_conditioned_rows_of_rules_sharing_a_column_follow_the_brute_force_conditional():
+    # rules joined by column b go through the masked model's junction tree
+    model = _independent_model((3, 4, 5), 2)
+    masks = [{"a": np.array([True, True, False]), "b": np.array([False, True, True, True])},
+             {"b": np.array([True, False, False, True]), "c": np.array([True, False] * 2 + [True])}]
+    n = 80_000
+    rows = conditioned_rows(model, masks, None, ["a", "b", "c"], n, 5, 100)
+    joint = model.project(("a", "b", "c")).values.copy()
+    joint[np.ix_([0, 1], [1, 2, 3], range(5))] = 0
+    joint[np.ix_(range(3), [0, 3], [0, 2, 4])] = 0
+    joint /= joint.sum()
+    observed = np.bincount(np.ravel_multi_index(rows.T, (3, 4, 5)), minlength=60)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    # the masked tree: cliques (a, b) and (b, c), 12 + 20 cells (and the 1-way)
+    assert conditioned_rows(model, masks, None, ["a", "b", "c"], 10, 5, 30) is None
+
+
+def test_conditioned_rows_draw_the_allowed_cells_uniformly_when_they_have_no_mass():
+    from dpcore.factor import Factor
+    from dpcore.inference.model import GraphicalModel
+    dom = Domain(("a", "b"), (3, 4))
+    # the model's a-potential is -inf on a = 1, 2: the only allowed a (a = 1) has no mass
+    pot = [Factor(dom.project(("a",)), np.array([0.0, -np.inf, -np.inf])),
+           Factor(dom.project(("b",)), np.log([1.0, 2.0, 3.0, 4.0]))]
+    model = GraphicalModel(dom, [("a",), ("b",)], pot, 10.0)
+    masks = [{"a": np.array([True, False, True])}]           # only a = 1 allowed
+    rows = conditioned_rows(model, masks, None, ["a", "b"], 8000, 0, 100)
+    assert (rows[:, 0] == 1).all()       # the rule's column: uniform on its allowed cells
+    counts = np.bincount(rows[:, 1], minlength=4)          # b, in no rule: the model's law
+    assert stats.chisquare(counts, 8000 * np.array([0.1, 0.2, 0.3, 0.4])).pvalue > 1e-4
+    # the same through the masked model's tree (a second rule joins a and b)
+    masks.append({"a": np.array([False, True, False]), "b": np.array([True, False, False, False])})
+    rows = conditioned_rows(model, masks, None, ["a", "b"], 9000, 0, 100)
+    assert (rows[:, 0] == 1).all() and (rows[:, 1] != 0).all()
+    counts = np.bincount(rows[:, 1], minlength=4)[1:]      # the block is uniform on (1, 1..3)
+    assert stats.chisquare(counts).pvalue > 1e-4
+
+
+def test_rules_too_large_for_the_conditioned_draw_are_refused_before_any_charge(tmp_path):
+    # a mechanism without structural zeros draws from the rules' tree when rejection fails
+    # after the spend: rules sharing a column whose tree is over an eighth of the cell cap are
+    # refused in the plan instead; a rule alone needs no table and is not
+    from dpcore import _core
+    from dpcore.schema import SchemaError
+    cats = {c: {"type": "categorical", "categories": [f"{c}{i}" for i in range(30)]}
+            for c in "abc"}
+    ab = {"type": "forbidden", "name": "ab", "when": {"a": {"in": ["a0"]}, "b": {"in": ["b0"]}}}
+    bc = {"type": "forbidden", "name": "bc", "when": {"b": {"in": ["b1"]}, "c": {"in": ["c1"]}}}
+    df = pd.DataFrame({"a": ["a1", "a2"] * 10, "b": ["b2", "b3"] * 10, "c": ["c2", "c3"] * 10})
+    ledger = tmp_path / "l.json"
+    old = _core.set_max_table_cells(8 * 1500)      # the two rules' tree: 900 + 900 cells
+    try:
+        for name in ("independent", "rap-softmax"):
+            with pytest.raises(SchemaError, match="share columns and make a junction tree"):
+                Synthesizer.create(name, epsilon=1.0, progress=False, ledger_path=ledger, seed=0,
+                                   ).fit(df, {"columns": cats, "constraints": [ab, bc]})
+            assert not ledger.exists()
+        s = Synthesizer.create("independent", epsilon=1.0, progress=False, ledger_path=ledger,
+                               seed=0).fit(df, {"columns": cats, "constraints": [ab]})
+    finally:
+        _core.set_max_table_cells(old)
+    out = s.sample(300)
     assert not ((out["a"] == "a0") & (out["b"] == "b0")).any()

@@ -131,7 +131,9 @@ class Synthesizer(abc.ABC):
     reproducible (noise and sampling); without it each release is keyed from the OS CSPRNG,
     which is what a real release must use. ``ledger_path``: where the filter appends the ledger
     at every charge (must not exist yet, unless ``continue_ledger=True`` charges this run to an
-    existing ledger's lifetime budget). ``noise``: "discrete" (the exact discrete Gaussian,
+    existing ledger's lifetime budget; ``repair_ledger=True`` also continues one whose file
+    ends without its trailer, recording the repair: see
+    :meth:`dpcore.accounting.PrivacyFilter.resume`). ``noise``: "discrete" (the exact discrete Gaussian,
     default) or "gaussian" (float). ``progress``: a tqdm bar during ``fit``.
     """
 
@@ -149,7 +151,8 @@ class Synthesizer(abc.ABC):
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
                  ledger_path: str | os.PathLike | None = None, continue_ledger: bool = False,
-                 noise: str = "discrete", progress: bool = True) -> None:
+                 repair_ledger: bool = False, noise: str = "discrete",
+                 progress: bool = True) -> None:
         if isinstance(epsilon, (np.integer, np.floating)):     # numpy scalars as Python's
             epsilon = epsilon.item()
         if isinstance(delta, (np.integer, np.floating)):
@@ -168,6 +171,11 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError(f"continue_ledger must be True or False, got {continue_ledger!r}")
         if continue_ledger and ledger_path is None:
             raise InvalidArgumentError("continue_ledger=True needs the ledger_path to continue")
+        if not isinstance(repair_ledger, bool):
+            raise InvalidArgumentError(f"repair_ledger must be True or False, got {repair_ledger!r}")
+        if repair_ledger and not continue_ledger:
+            raise InvalidArgumentError("repair_ledger=True applies to continue_ledger=True")
+        self.repair_ledger = repair_ledger
         self.epsilon, self.delta, self.seed = epsilon, delta, seed
         self.ledger_path, self.continue_ledger, self.noise = ledger_path, continue_ledger, noise
         self.schema_: Schema | None = None
@@ -369,7 +377,7 @@ class Synthesizer(abc.ABC):
         zeros = structural_zeros(schema, max_cells=cell_cap()) \
             if self.uses_zeros and schema.constraints else []
         if self.continue_ledger:
-            privacy_filter = PrivacyFilter.resume(self.ledger_path)
+            privacy_filter = PrivacyFilter.resume(self.ledger_path, repair=getattr(self, "repair_ledger", False))
         else:
             privacy_filter = PrivacyFilter.from_approx_dp(self.epsilon, self.delta,
                                                           ledger_path=self.ledger_path)

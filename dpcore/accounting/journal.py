@@ -16,6 +16,7 @@ Locks are POSIX ``flock``: advisory, per open file, released by the OS if the pr
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import tempfile
 
@@ -28,6 +29,21 @@ from .ledger import (Ledger, entry_line, fsync_directory, header_line, parse_led
 
 class LedgerInUseError(InvalidArgumentError):
     """Another process holds the ledger's writer lock (a run is using it)."""
+
+
+def _cut_tail(text: str, entries: int) -> dict | None:
+    """What a torn ledger text loses when read back (:func:`parse_ledger_text` kept ``entries``
+    whole entries): None when only a partial trailer line is missing (every entry is whole),
+    else the byte count and SHA-256 of the partial line after the last whole entry (0 bytes
+    when the file ends right after one)."""
+    body = text.split("\n")[1:]
+    while body and body[-1] == "":
+        body.pop()
+    partial = body[entries] if len(body) > entries else ""
+    if partial.startswith("]"):
+        return None
+    raw = partial.encode("utf-8")
+    return {"dropped_bytes": len(raw), "dropped_sha256": hashlib.sha256(raw).hexdigest()}
 
 
 class LedgerFile:
@@ -80,9 +96,17 @@ class LedgerFile:
         return cls(path, fd, ledger, trailer)
 
     @classmethod
-    def open(cls, path) -> tuple["LedgerFile", Ledger]:
-        """Lock an existing ledger for appending; returns the file and its validated ledger.
-        A torn last write (a crash) is repaired in place: the partial line is cut off."""
+    def open(cls, path, *, repair: bool = False) -> tuple["LedgerFile", Ledger, dict | None]:
+        """Lock an existing ledger for appending; returns the file, its validated ledger, and
+        what a repair discarded (None when nothing was).
+
+        A file whose last line is a partial trailer lost nothing and is mended in place. A file
+        that ends without its trailer was cut: by a crash in the middle of an append (the
+        partial entry was never committed), or by someone cutting the file, which removes
+        committed entries just the same, and the two look alike. Such a file is refused unless
+        ``repair``; then its partial last line is cut off and ``{"dropped_bytes", "dropped_sha256"}``
+        of that line is returned, for the caller to record in the ledger (a ``repair`` entry),
+        so that the repaired file never verifies as if nothing had happened."""
         path = os.fspath(path)
         try:
             fd = os.open(path, os.O_RDWR)
@@ -98,6 +122,15 @@ class LedgerFile:
             except UnicodeDecodeError:
                 raise LedgerError(f"ledger {path!r} is not UTF-8 text") from None
             data, torn = parse_ledger_text(text, where=f"ledger {path!r}")
+            dropped = _cut_tail(text, len(data["entries"])) if torn else None
+            if dropped is not None and not repair:
+                raise LedgerError(
+                    f"ledger {path!r} ends without its trailer ({dropped['dropped_bytes']} bytes "
+                    f"of a partial last line): a write cut off by a crash, or a cut of the file "
+                    f"that may have removed committed entries. Check it against the head you "
+                    f"last published (dpcore verify --head H); continuing discards the partial "
+                    f"line and records the repair in the ledger: pass --repair (API: "
+                    f"repair_ledger=True) to do so")
             ledger = Ledger.from_dict(data, allow_open_tail=torn)
             good = ledger.to_text().encode("utf-8")
             trailer = len(good) - len(trailer_line(ledger.spent, ledger.head_hash).encode("utf-8"))
@@ -109,7 +142,7 @@ class LedgerFile:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, ledger, trailer), ledger
+        return cls(path, fd, ledger, trailer), ledger, dropped
 
     # -- appending ----------------------------------------------------------------------------
     def append(self, ledger: Ledger) -> None:

@@ -13,7 +13,9 @@ entry per line so that a charge appends a line in O(1) (:mod:`.journal`)::
 * ``budget`` is the ledger's *lifetime* budget: every run charged to it, together, stays within it.
 * ``kind`` is ``open`` (a run starts: mechanism, parameters, the run's own rho, its domain),
   ``charge`` (a release and its cost) or ``close`` (the run completed or failed). A run without a
-  closing entry was cut off; the ledger is still a true record of what it spent.
+  closing entry was cut off; the ledger is still a true record of what it spent. ``repair``
+  (``what``: ``dropped_bytes``, ``dropped_sha256``) records that a file which ended without its
+  trailer was continued with ``--repair``, and the partial line it discarded.
 * Numbers are exact: floats as ``float.hex`` (the very double the sampler used), rationals as
   ``str(Fraction)``. A charge's ``rho`` is its exact zCDP cost rounded *up* onto the grid
   2**-128 (``_numbers.round_cost_up``; proofs/cost_rounding.py), so totals stay small.
@@ -42,7 +44,7 @@ from ..files import replace_into
 
 FORMAT = "dpcore-ledger"
 VERSION = 2
-KINDS = ("open", "charge", "close")
+KINDS = ("open", "charge", "close", "repair")
 ENTRY_KEYS = frozenset({"seq", "kind", "event", "rho", "rho_total", "what", "prev_hash", "hash"})
 MAX_LEDGER_BYTES = 1 << 30      # a ledger of 10**6 charges is ~400 MB; beyond 1 GB is not one
 _ENTRIES_OPEN = ',"entries":[\n'

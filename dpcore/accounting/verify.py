@@ -147,8 +147,10 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
                 raise _Bad("the promise needs epsilon > 0 and 0 < delta < 1")
         data, torn = _raw(ledger_or_path)
         if torn:
-            state["incomplete"].append("the last write was cut off (the partial entry was "
-                                       "never committed)")
+            state["incomplete"].append("the file ends without its trailer: a write cut off by a "
+                                       "crash (its partial entry was never committed), or a cut "
+                                       "of the file that may have removed committed entries "
+                                       "(check it against a published head: --head)")
         _check(data, reasons, state, promise, torn)
         if head is not None and head not in state["hashes"]:
             reasons.append(f"the published head {head[:16]}... is not in this ledger: it was "
@@ -467,8 +469,25 @@ def _check(data, reasons, state, promise, torn):
                 if run.get("_rho") is not None and run_spent > run["_rho"]:
                     reasons.append(f"{where}: run {run.get('run')} spends more than the rho its "
                                    "opening entry allowed")
+        elif kind == "repair":
+            if entry["event"] is not None or recorded != 0:
+                reasons.append(f"{where}: a repair must have no event and rho 0")
+            if not isinstance(what, dict) or set(what) != {"dropped_bytes", "dropped_sha256"} \
+                    or type(what["dropped_bytes"]) is not int or what["dropped_bytes"] < 0 \
+                    or not isinstance(what["dropped_sha256"], str) \
+                    or not _HEAD.fullmatch(what["dropped_sha256"]):
+                reasons.append(f"{where}: a repair names the bytes it discarded "
+                               "(dropped_bytes >= 0, dropped_sha256: 64 hex digits), only those")
+            else:
+                # first among the notes: the summary shows only the first few
+                state["notes"].insert(0, (
+                    f"{where}: the file had lost its end when it was continued with --repair "
+                    f"({what['dropped_bytes']} bytes of a partial line discarded): a crash "
+                    f"mid-write, or a cut that may have removed committed entries; only a head "
+                    f"published before it (--head) shows that nothing is missing"))
+            cost = sympy.Integer(0)
         else:
-            raise _Bad(f"{where}: kind must be open, charge or close")
+            raise _Bad(f"{where}: kind must be open, charge, close or repair")
         if cost == sympy.oo:
             raise _Bad(f"{where}: infinite cost; nothing after it can be summed")
         total = total + cost

@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ledger to write (must not exist, unless --continue)")
     s.add_argument("--continue", dest="continue_ledger", action="store_true",
                    help="charge this run to an existing ledger, within its lifetime budget")
+    s.add_argument("--repair", action="store_true",
+                   help="with --continue: continue a ledger whose file ends without its trailer "
+                        "(a crash mid-write, or a cut), discarding its partial last line and "
+                        "recording that in the ledger; check it against your last published "
+                        "head first (dpcore verify --head)")
     s.add_argument("--noise", choices=("discrete", "gaussian"), default="discrete",
                    help="measurement noise: the exact discrete Gaussian (default) or float "
                         "Gaussian (same cost; floats can leak through low-order bits)")

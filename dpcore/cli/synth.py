@@ -35,6 +35,8 @@ def _synth(args: argparse.Namespace) -> int:
     from mechanisms.synthesizer import Synthesizer
 
     epsilon, delta = parse_budget(args)
+    if args.repair and not args.continue_ledger:
+        raise CliError("--repair applies to --continue (an existing ledger)")
     if args.rows is not None and args.rows < 1:
         raise CliError(f"--rows must be >= 1, got {args.rows}")
     # The plan, part 1: outputs. None may be an input or another output; none is overwritten
@@ -83,7 +85,8 @@ def _synth(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.engine != "dask":
         raise CliError("--scheduler applies to --engine dask")
     options: dict[str, Any] = {"seed": args.seed, "ledger_path": args.ledger,
-                               "continue_ledger": args.continue_ledger, "noise": args.noise,
+                               "continue_ledger": args.continue_ledger,
+                               "repair_ledger": args.repair, "noise": args.noise,
                                # a mechanism's own bar (PrivPGD's epochs) as the CLI's: a TTY
                                "progress": not args.quiet and sys.stderr.isatty()}
     if args.mechanism in ("aim", "mwem"):

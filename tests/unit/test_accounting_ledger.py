@@ -1,4 +1,5 @@
 """The ledger file: round trips, its line layout, O(1) appends, torn writes, bounded numbers."""
+import hashlib
 import json
 import os
 from fractions import Fraction
@@ -92,18 +93,82 @@ def test_torn_append_is_read_back_as_the_committed_prefix(saved, tmp_path):
     assert verify_ledger(bad).status == "fail"
 
 
-def test_continuing_repairs_a_torn_file(saved):
+def test_continuing_a_torn_file_needs_repair_and_records_it(saved):
+    # A file that ends in a partial line: a crash mid-append, or a cut after the fact (which
+    # removes committed entries and looks the same). Audit 15: continuing used to cut it
+    # silently and the rewritten file verified PASS with the cut entries gone.
     path, f = saved
     lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:-2]) + lines[-2][:30])   # cut inside the close entry
-    g = PrivacyFilter.resume(path)
+    partial = lines[-2][:30]
+    path.write_text("".join(lines[:-2]) + partial)           # cut inside the close entry
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="ends without its trailer.*--repair"):
+        PrivacyFilter.resume(path)
+    assert path.read_bytes() == before                       # refused: nothing rewritten
+    assert verify_ledger(path).status == "incomplete"
+    g = PrivacyFilter.resume(path, repair=True)
     g.close()
     ledger = Ledger.load(path)
     assert not ledger.torn and json.loads(path.read_text())
-    # The last whole entry was the residue charge: the run is open, closed as interrupted.
-    assert ledger.entries[-1].kind == "close" and ledger.entries[-1].what["status"] == "interrupted"
+    # the repair is recorded with what it discarded, then the open run is closed as interrupted
+    repair, close = ledger.entries[-2:]
+    assert repair.kind == "repair" and repair.rho == 0
+    assert repair.what == {"dropped_bytes": len(partial.encode()),
+                           "dropped_sha256": hashlib.sha256(partial.encode()).hexdigest()}
+    assert close.kind == "close" and close.what["status"] == "interrupted"
     report = verify_ledger(path)
-    assert report.status == "pass" and any("cut off" in n for n in report.notes)
+    assert report.status == "pass" and "--repair" in report.notes[0]
+    assert "--repair" in report.summary()
+    with pytest.raises(InvalidArgumentError, match="repair must be True or False"):
+        PrivacyFilter.resume(path, repair="yes")
+
+
+def test_a_cut_at_a_line_boundary_needs_repair_too(saved):
+    # no partial line at all, but no trailer: a crash between the append's truncation and
+    # its write, or a cut of whole entries; repaired with 0 bytes discarded
+    path, f = saved
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-4]))
+    with pytest.raises(LedgerError, match="ends without its trailer"):
+        PrivacyFilter.resume(path)
+    PrivacyFilter.resume(path, repair=True).close()
+    assert Ledger.load(path).entries[-2].what["dropped_bytes"] == 0
+
+
+def test_a_torn_trailer_alone_is_mended_without_repair(saved):
+    # every entry is whole when only the trailer line is partial: nothing can be missing
+    path, f = saved
+    text = path.read_text()
+    cut = text.rindex("]") + 5
+    path.write_text(text[:cut])
+    PrivacyFilter.resume(path).close()
+    assert all(e.kind != "repair" for e in Ledger.load(path).entries)
+    assert verify_ledger(path).status == "pass"
+
+
+def test_forged_repair_entries_fail_verification(saved):
+    from dpcore.accounting.ledger import sha256_of
+    path, f = saved
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-2]) + lines[-2][:30])
+    PrivacyFilter.resume(path, repair=True).close()
+    good = json.loads(path.read_text())
+    k = next(i for i, e in enumerate(good["entries"]) if e["kind"] == "repair")
+    for change in ({"what": {"dropped_bytes": 3}}, {"what": {"dropped_bytes": -1,
+                                                             "dropped_sha256": "0" * 64}},
+                   {"what": {"dropped_bytes": 3, "dropped_sha256": "0" * 64, "x": 1}},
+                   {"what": {"dropped_bytes": True, "dropped_sha256": "0" * 64}},
+                   {"rho": "1/2"}):
+        data = json.loads(json.dumps(good))
+        data["entries"][k].update(change)
+        prev = data["entries"][k]["prev_hash"]
+        for e in data["entries"][k:]:                  # recompute the chain from the edit on
+            e["prev_hash"] = prev
+            body = {key: v for key, v in e.items() if key != "hash"}
+            e["hash"] = prev = sha256_of(body)
+        data["head_hash"] = prev
+        path.write_text(json.dumps(data))
+        assert verify_ledger(path).status == "fail", change
 
 
 def test_garbage_files(saved, tmp_path):

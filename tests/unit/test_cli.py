@@ -660,3 +660,25 @@ def test_a_continued_ledgers_salt_file_must_be_private(work, capsys, plant):
     assert code == 2 and "salt file" in err and ("link" in err or "0644" in err), err
     assert (work / "ledger.json").read_bytes() == spent          # nothing charged
     assert (work / ("moved" if plant == "link" else "ledger.json.private")).read_bytes() == before
+
+
+def test_continuing_a_cut_ledger_needs_repair_and_verify_says_so(work, capsys):
+    # audit 15 F1: a ledger cut inside its entries was silently repaired by --continue and the
+    # rewritten file verified PASS with committed releases gone
+    ledger = work / "ledger.json"
+    assert main(["ledger", "create", str(ledger), "--epsilon", "2", "--delta", "1e-6"]) == 0
+    assert main(synth_args(work, **{"--epsilon": "0.5"}) + ["--continue"]) == 0
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text("".join(lines[:-6]) + lines[-6][:40])
+    cut = ledger.read_bytes()
+    (work / "out.csv").unlink()
+    code, err = run(synth_args(work, **{"--epsilon": "0.5"}) + ["--continue"], capsys)
+    assert code == 2 and "ends without its trailer" in err and "--repair" in err, err
+    assert ledger.read_bytes() == cut and not (work / "out.csv").exists()
+    code, err = run(synth_args(work, **{"--epsilon": "0.5"}) + ["--repair"], capsys)
+    assert code == 2 and "--repair applies to --continue" in err, err
+    code, err = run(synth_args(work, **{"--epsilon": "0.5"}) + ["--continue", "--repair"], capsys)
+    assert code == 0, err
+    code = main(["verify", str(ledger)])
+    out = capsys.readouterr().out
+    assert code == 0 and "--repair" in out and "partial line discarded" in out, out

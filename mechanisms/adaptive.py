@@ -49,7 +49,7 @@ from threadpoolctl import threadpool_limits
 from dpcore.accounting.calibration import adaptive_measurements_round
 from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 
-from .result import MechanismResult, RoundRecord, Timer, synthesize
+from .result import MechanismResult, RoundRecord, Timer, check_output, synthesize
 from .workload import make_workload
 
 __all__ = ["HISTOGRAM_CELL_CAP", "HistogramFamily", "MWEMUpdate", "PEPUpdate",
@@ -313,6 +313,7 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
     """
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows, sample_method)
     if not all(callable(getattr(family, f, None)) for f in ("init", "answers", "update", "output")) \
             or not isinstance(getattr(family, "name", None), str):
         raise DpcoreTypeError(f"family must be an Adaptive Measurements family such as "

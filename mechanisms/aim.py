@@ -29,7 +29,7 @@ from dpcore.junction_tree import JunctionTree
 
 from . import coarsen
 from .aim_bounds import RoundSummary, confidence_bounds
-from .result import MechanismResult, RoundRecord, Timer, round_options, synthesize
+from .result import MechanismResult, RoundRecord, Timer, check_output, round_options, synthesize
 from .workload import candidate_weights, downward_closure, make_workload, normalise_weights
 
 _COST = ZCDPAccountant()
@@ -71,6 +71,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     """
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows, sample_method)
     derived = dict(derived or {})
     model_domain = domain.project([a for a in domain.attrs if a not in derived])
     work = make_workload(domain, workload)

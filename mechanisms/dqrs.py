@@ -41,7 +41,7 @@ import numpy as np
 from dpcore.errors import InvalidArgumentError
 
 from .fem import MixtureModel, Oracle, Program, Queries, check_count_options, start_run
-from .result import MechanismResult, RoundRecord, Timer
+from .result import MechanismResult, RoundRecord, Timer, check_output
 from .workload import make_workload
 
 #: The most rounds DQRS plans (each is one oracle call and a release of s flags).
@@ -94,6 +94,7 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
     """
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")

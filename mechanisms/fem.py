@@ -51,7 +51,7 @@ import numpy as np
 from dpcore.accounting.calibration import exponential_epsilon, gaussian_sigma
 from dpcore.errors import InvalidArgumentError
 
-from .result import MechanismResult, RoundRecord, Timer
+from .result import MechanismResult, RoundRecord, Timer, check_output
 from .workload import make_workload
 
 #: The most binary features (Σ attribute sizes) FEM accepts: the oracle's program has one
@@ -327,6 +327,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     """
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")

@@ -13,7 +13,7 @@ from dpcore.accounting.calibration import gaussian_sigma
 from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, independent_model
 
-from .result import MechanismResult, RoundRecord, Timer, synthesize
+from .result import MechanismResult, RoundRecord, Timer, check_output, synthesize
 
 
 def independent(curator, *, synthetic_rows: int | None = None, sample_method: str = "round", seed=None,
@@ -23,6 +23,7 @@ def independent(curator, *, synthetic_rows: int | None = None, sample_method: st
     ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts)."""
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows, sample_method)
     if Fraction(curator.privacy_filter.remaining) <= 0:
         raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     measurements, records = [], []

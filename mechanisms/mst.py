@@ -25,6 +25,8 @@ than the filter's CKS-derived budget) and nothing is retired.
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import time
 from fractions import Fraction
 
@@ -35,11 +37,20 @@ from dpcore.accounting.calibration import exponential_epsilon, gaussian_sigma, n
 from dpcore.errors import InvalidArgumentError, TableTooLargeError
 from dpcore.inference import Measurement, estimate, independent_model
 
-from .result import MechanismResult, RoundRecord, Timer, synthesize
+from .result import MechanismResult, RoundRecord, Timer, check_output, synthesize
 
 _COST = ZCDPAccountant()
 _MAX_CELLS = 10 ** 6          # Alg. 5 step 5
 _TRIPLE_THRESHOLD = 0.1       # Alg. 5 step 4 (on normalised marginals)
+
+
+def _weight(clique, value) -> float:
+    """A measurement weight (NIST-MST Alg. 1): a finite number > 0, checked before any charge
+    (audit 15: NaN, inf or 0 failed after the 1-way batch was charged, a negative was squared)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not (math.isfinite(value) and value > 0):
+        raise InvalidArgumentError(f"weights[{clique!r}] must be a finite number > 0, got {value!r}")
+    return float(value)
 
 
 def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calibration: str = "zcdp",
@@ -62,6 +73,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     """
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows, sample_method)
     if calibration not in ("zcdp", "nist"):
         raise InvalidArgumentError(f"calibration must be 'zcdp' or 'nist', got {calibration!r}")
     if calibration == "nist" and public is None:
@@ -73,7 +85,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
     options = dict(estimate_options or {})
-    weights = {tuple(domain.canonical(k)): float(v) for k, v in (weights or {}).items()}
+    weights = {tuple(domain.canonical(k)): _weight(k, v) for k, v in (weights or {}).items()}
     records: list[RoundRecord] = []
 
     def log(kind, clique, sigma, eps, cands, spent, start):

@@ -27,7 +27,7 @@ from dpcore.errors import InvalidArgumentError
 from dpcore.inference import Measurement, estimate
 from dpcore.junction_tree import JunctionTree
 
-from .result import MechanismResult, RoundRecord, Timer, round_options, synthesize
+from .result import MechanismResult, RoundRecord, Timer, check_output, round_options, synthesize
 from .workload import make_workload
 
 
@@ -46,6 +46,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
     """
     timer = Timer()
     domain = curator.domain
+    check_output(domain, synthetic_rows, sample_method)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")

@@ -98,19 +98,19 @@ def check_seed(seed) -> int | None:
     return int(seed)
 
 
-def check_rows(rows, columns: int) -> int | None:
+def check_rows(rows, columns: int, name: str = "rows") -> int | None:
     """``rows`` synthetic records of ``columns`` columns: None (the model's noisy total) or an
-    int >= 1 whose table (8 bytes a cell) fits the cell cap."""
+    int >= 1 whose table (8 bytes a cell) fits the cell cap; errors name the option ``name``."""
     if rows is None:
         return None
     if isinstance(rows, bool) or not isinstance(rows, numbers.Integral):
-        raise InvalidArgumentError(f"rows must be an int >= 1 or None, got {rows!r}")
+        raise InvalidArgumentError(f"{name} must be an int >= 1 or None, got {rows!r}")
     rows = int(rows)
     if rows < 1:
-        raise InvalidArgumentError(f"rows must be >= 1, got {rows}")
+        raise InvalidArgumentError(f"{name} must be >= 1, got {rows}")
     limit = cell_cap() // max(columns, 1)
     if rows > limit:
-        raise InvalidArgumentError(f"rows must be <= {limit} for {columns} columns (rows x "
+        raise InvalidArgumentError(f"{name} must be <= {limit} for {columns} columns (rows x "
                                    f"columns <= the cell cap {cell_cap()}, 8 bytes a cell), "
                                    f"got {rows}")
     return rows

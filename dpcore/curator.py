@@ -93,6 +93,7 @@ class Curator:
             w = np.asarray(weights, dtype=np.float64)
             if w.size and (not np.all(np.isfinite(w)) or w.min() < 0 or w.max() > 1):
                 raise InvalidArgumentError("dataset weights must lie in [0, 1] for sensitivity 1")
+            dataset = _weights_on_grid(dataset, w)
         self.__dataset = dataset
         self.__maps: dict[str, np.ndarray] = {}
         self.__cache: dict[tuple[str, ...], np.ndarray] = {}
@@ -287,7 +288,8 @@ class Curator:
         ||M_r(D) − ref_r||₁ changes by at most 1 (triangle inequality) and q_r by at most the
         rounded w_r: Δ = max_r w_r over the *rounded* weights, which is what is charged
         (AIM paper Sec. 4, Eq. 1; proofs/exact_sampling.py). Weighted marginals are summed in
-        float64 by the marginal kernel; that rounding is outside this argument.
+        float64 by the marginal kernel, exactly: the curator keeps record weights on the grid
+        1/WEIGHT_GRID (floored when it is built).
         Privacy: ε²/8-zCDP (AIM paper Prop. 2; proofs/exponential_mechanism.py; the sampler's
         exactness: proofs/level_sampling.py), charged first.
 
@@ -773,6 +775,28 @@ def _indices(name, among, k) -> np.ndarray:
     if a.size > 1 and not np.all(a[1:] > a[:-1]):
         raise InvalidArgumentError(f"{name} must be increasing distinct indices")
     return a
+
+
+#: Record weights are floored onto multiples of 1/WEIGHT_GRID when a curator takes a weighted
+#: dataset: a sum of fewer than 2^33 of them is then exact in float64 (2^33 * 2^20 < 2^53), so
+#: a weighted count moves by exactly the added record's weight d <= 1 and its score-grid cell
+#: by at most G (Curator.select). Audit 15: with raw float weights, 1 - 2^-53 plus 1 rounds to
+#: 2.0, and the cell moved by G + 1.
+WEIGHT_GRID = 2 ** 20
+
+
+def _weights_on_grid(dataset, w: np.ndarray):
+    """``dataset`` with its record weights floored onto 1/WEIGHT_GRID (the same dataset when
+    they already are; a per-record map of the data, so neighbours stay neighbours)."""
+    from dpcore.dataset import Dataset
+    snapped = np.floor(w * WEIGHT_GRID) / WEIGHT_GRID
+    if np.array_equal(snapped, w):
+        return dataset
+    if type(dataset) is not Dataset:
+        raise InvalidArgumentError(f"dataset weights must be multiples of 1/{WEIGHT_GRID} for "
+                                   f"exact weighted counts (a {type(dataset).__name__} is not "
+                                   f"rebuilt here); floor them onto that grid first")
+    return Dataset(dataset.records, dataset.domain, weights=snapped)
 
 
 def _l1_many(trues, refs: np.ndarray, sizes: np.ndarray) -> list[int]:

@@ -283,3 +283,26 @@ def test_canonical_cliques_are_the_domains_own_names():
     domain = Domain(("a", "b"), (2, 3))
     (name,) = domain.canonical([Alias("a")])
     assert type(name) is str and name == "a" and str(name) == "a"
+
+
+def test_weighted_counts_move_by_at_most_the_grid_between_neighbours(monkeypatch):
+    # audit 15 F3: a cell holding one record of weight 1 - 2^-53 sums to 0.9999999999999999;
+    # adding a record of weight 1 gave fl(x + 1) = 2.0, a score move of G + 1 while the sampler
+    # was told G. The curator now floors weights onto 1/WEIGHT_GRID, where sums are exact.
+    import dpcore.curator as curator_module
+    from dpcore.curator import SCORE_GRID, WEIGHT_GRID
+    seen = []
+    real = curator_module._draw
+    monkeypatch.setattr(curator_module, "_draw", lambda scores, eps, sensitivity, rng: (
+        seen.append((list(scores), sensitivity)), real(scores, eps, sensitivity, rng))[1])
+    dom = Domain(("a",), (2,))
+    w = 1 - 2.0 ** -53
+    for records, weights in (([[0]], [w]), ([[0], [0]], [w, 1.0])):
+        data = Dataset(np.array(records), dom, weights=np.array(weights))
+        Curator(data, PrivacyFilter(1.0), seed=0).select([("a",)], [np.zeros(2)], 0.5)
+    ((s0,), sensitivity), ((s1,), _) = seen
+    assert 0 <= s1 - s0 <= sensitivity == SCORE_GRID * SCORE_GRID
+    # weights already on the grid are kept as given; others are floored
+    data = Dataset(np.array([[0], [1]]), dom, weights=np.array([0.5, w]))
+    kept = Curator(data, PrivacyFilter(1.0))._Curator__dataset.weights
+    assert list(kept) == [0.5, (WEIGHT_GRID - 1) / WEIGHT_GRID]

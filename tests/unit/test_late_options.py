@@ -61,3 +61,4 @@ def test_good_output_options_still_run():
     curator = _curator()
     result = independent(curator, synthetic_rows=7, sample_method="sample", seed=1)
     assert len(result.synthetic.records) == 7
+

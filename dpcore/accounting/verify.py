@@ -131,7 +131,7 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
     """
     state = {"spent": None, "budget": None, "epsilon": None, "delta": None, "entries": 0,
              "runs": 0, "incomplete": [], "notes": [], "promise": "", "fixed_seed": [],
-             "hashes": set()}
+             "hashes": set(), "float_noise": 0}
     reasons: list[str] = []
     try:
         if isinstance(head, str):
@@ -462,6 +462,8 @@ def _check(data, reasons, state, promise, torn):
                     reasons.append(f"{where}: recorded rho {_show(recorded)} != {_show(cost)} "
                                    "recomputed from the event")
                 _check_release(where, entry["event"], what, run, reasons)
+                if isinstance(what, dict) and what.get("noise") == "gaussian":
+                    state["float_noise"] += 1
             if run is None:
                 outside += 1
             else:
@@ -511,6 +513,10 @@ def _check(data, reasons, state, promise, torn):
     if outside:
         state["notes"].append(f"{outside} charge(s) outside a recorded run (attributes not "
                               "checked against a domain)")
+    if state["float_noise"]:
+        state["notes"].append(f"{state['float_noise']} release(s) used float Gaussian noise "
+                              "(--noise gaussian, or weighted records), charged as the ideal "
+                              "Gaussian: floating-point noise can leak through its low-order bits")
     if not torn:
         if _parse_number("rho_spent", data.get("rho_spent")) != total:
             reasons.append(f"rho_spent {_show(data.get('rho_spent'))} != recomputed sum {_show(total)}")
@@ -549,6 +555,13 @@ def _check_open(where, what, reasons, state):
         reasons.append(f"{where}: the recorded domain must map attribute names to sizes >= 1")
         domain = None
     run["_domain"] = domain
+    parameters = what.get("parameters")
+    if isinstance(parameters, dict) and parameters.get("total") is not None:
+        # FEM, DQRS and MWEM take a record count as public: a guarantee that rests on it being
+        # public (the true count is not, between neighbours that add or remove a record)
+        state["notes"].append(f"run {what.get('run')} was given a record count (total = "
+                              f"{str(parameters['total'])[:20]}) as public information: its "
+                              f"guarantee holds only if that count is public")
     return run
 
 

@@ -380,3 +380,25 @@ def test_a_seeded_fit_fails_its_own_verify_by_default():
     assert not report.ok and report.reasons == (report.reasons[0],)
     assert report.reasons[0].startswith("run 0 used a fixed seed")
     assert synth.verify(allow_fixed_seed=True).ok
+
+
+def test_verify_notes_float_noise_and_a_count_taken_as_public(tmp_path):
+    # audit 15 F4 and F6: both pass, with a note saying what the guarantee rests on
+    import numpy as np
+    import pandas as pd
+    from mechanisms.synthesizer import Synthesizer
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.choice(["x", "y"], 60), "b": rng.choice(["u", "v", "w"], 60)})
+    schema = {"columns": {"a": {"type": "categorical", "categories": ["x", "y"]},
+                          "b": {"type": "categorical", "categories": ["u", "v", "w"]}}}
+    float_ledger, count_ledger, plain = (tmp_path / n for n in ("f.json", "c.json", "p.json"))
+    Synthesizer.create("independent", epsilon=1.0, noise="gaussian", ledger_path=float_ledger,
+                       progress=False).fit(df, schema)
+    Synthesizer.create("fem", epsilon=1.0, total=60, rounds=2, ledger_path=count_ledger,
+                       progress=False).fit(df, schema)
+    Synthesizer.create("independent", epsilon=1.0, ledger_path=plain, progress=False).fit(df, schema)
+    report = verify_ledger(float_ledger)
+    assert report.ok and any("2 release(s) used float Gaussian noise" in n for n in report.notes)
+    report = verify_ledger(count_ledger)
+    assert report.ok and any("record count (total = 60) as public" in n for n in report.notes)
+    assert verify_ledger(plain).ok and not verify_ledger(plain).notes

@@ -18,7 +18,9 @@ e^x - 1 >= x), so by the mean value theorem log(1 - p) moves by at most a/gamma.
 log ratios are at most a max(1, 1/gamma) = eps. Fresh draws: the curator's EM has
 Pr[q] ∝ exp(eps (2 c_q - n_true - off_q) / 2); with eps = eta t / n and off_q = 2 n S_q / t this
 is exp(eta t c_q / n - eta S_q) times a factor common to all q (checked symbolically). Numeric
-checks: the exact log ratios on a grid of (c, n, eta, gamma, s) never exceed eps; the code's
+checks: the exact log ratios on a grid of (c, n, eta, gamma, s) never exceed eps; the real
+``Curator.reject_queries`` on neighbouring datasets, its keep exponents observed at the exact
+Bernoulli sampler, moves both log-probabilities by at most the eps it charged; the code's
 round count fits its worst-case cost.
 """
 from fractions import Fraction
@@ -26,6 +28,7 @@ from fractions import Fraction
 import mpmath
 import sympy as sp
 
+from ._neighbours import neighbour_pairs, patched
 from ._support import assert_equal, assert_true
 
 CLAIM = "DQRS keep flag is (eta/n)max(1,1/gamma)-DP; fresh draws are the MW law; T fits"
@@ -64,6 +67,7 @@ def check() -> None:
                         drop = abs(mpmath.log((1 - a) / (1 - b)))
                         tol = mpmath.mpf(10) ** -40     # mpmath rounding at 50 digits
                         assert keep <= eps + tol and drop <= eps + tol, (nn, et, gm, cc)
+    _check_real_code()
     # the planned rounds fit the budget in the worst case
     from mechanisms.dqrs import dqrs_rounds, round_cost
     for rho, eta_v, s_v, total in ((Fraction(1, 100), 0.1, 50, 48842.0), (Fraction(1, 10 ** 4), 0.05, 20, 1000.0)):
@@ -71,3 +75,46 @@ def check() -> None:
         cost = sum((round_cost(tt, eta_v, s_v, total) for tt in range(1, T)), Fraction(0))
         assert cost <= rho, (rho, T)
         assert cost + round_cost(T, eta_v, s_v, total) > rho * (1 - Fraction(1, 10 ** 9)) or T == 5000
+
+
+def _check_real_code() -> None:
+    """The keep exponents the real curator computes for D and D + one record (every query of
+    two marginals, random public flags): each flag's log keep- and reject-probabilities move
+    by at most the eps charged for it."""
+    import random
+
+    import numpy as np
+
+    import dpcore.curator as curator
+    from dpcore import Curator, Dataset, Domain
+    from dpcore.accounting import PrivacyFilter
+    domain = Domain(("a", "b"), (3, 2))
+    cliques = [("a",), ("a", "b")]
+    queries = np.array([(j, y, s) for j, size in enumerate((3, 6)) for y in range(size)
+                        for s in (1, -1)], dtype=np.int64)
+    rng = random.Random(11)
+    mpmath.mp.dps = 50
+    tol = mpmath.mpf(10) ** -40
+    for eta, gamma, total in ((0.5, 0.25, 3.0), (2.0, 1.5, 5.0), (0.1, 0.02, 1.0)):
+        flags = np.array([rng.randint(0, 1) for _ in range(len(queries))])
+        for small, large in neighbour_pairs(domain, rng, datasets=3):
+            seen = []
+
+            def spy(num, den, src):
+                seen.append(mpmath.mpf(num) / den)
+                return True
+            charged = []
+            with patched(curator, "_bernoulli_exp", spy):
+                for records in (small, large):
+                    f = PrivacyFilter(10 ** 4)
+                    Curator(Dataset(records, domain), f, seed=0).reject_queries(
+                        cliques, queries, flags, eta, gamma, total)
+                    charged.append(f.ledger.charges[-1].event.event.epsilon)
+            assert charged[0] == charged[1]
+            eps = mpmath.mpf(charged[0].numerator) / charged[0].denominator \
+                if isinstance(charged[0], Fraction) else mpmath.mpf(charged[0])
+            k = len(queries)
+            for e0, e1 in zip(seen[:k], seen[k:]):
+                keep = abs(e0 - e1)
+                drop = abs(mpmath.log(1 - mpmath.exp(-e0)) - mpmath.log(1 - mpmath.exp(-e1)))
+                assert keep <= eps + tol and drop <= eps + tol, (eta, gamma, total, e0, e1, eps)

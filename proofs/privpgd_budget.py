@@ -22,7 +22,9 @@ i.e. (1 - s) rho / P, summing to (1 - s) rho; composition adds (checked). Substi
 record changes from cell u to cell v of a marginal, the count vector moves by e_v - e_u, of L2
 norm sqrt(2), so the cost is 2 / (2 sigma^2) = 2 times the add/remove cost (checked). In floats
 the mechanism uses calibration.gaussian_sigma on each exact share, whose cost is at most the
-share, and retires the residue, so the exact total is the budget (checked for sample budgets).
+share, and retires the residue, so the exact total is the budget (checked for sample budgets,
+and on the ledger of the real ``privpgd`` run on a small domain, with and without a protected
+statistic: the count's share, P equal pair charges and the total).
 """
 from fractions import Fraction
 
@@ -74,3 +76,38 @@ def check() -> None:
         for i in range(pairs):
             total += acc.rho(GaussianEvent(gaussian_sigma((end - total) / (pairs - i))))
         assert total <= b
+    _check_real_code()
+
+
+def _check_real_code() -> None:
+    """The ledger of the real mechanism: the count costs (at most) s rho, the soft count p rho,
+    each of the P pairs (at most) (1 - s - p) rho / P, and the run spends exactly rho."""
+    import numpy as np
+
+    from dpcore import Curator, Dataset, Domain
+    from dpcore.accounting import PrivacyFilter
+    from mechanisms.privpgd import privpgd
+    domain = Domain(("a", "b", "c"), (3, 2, 4))
+    records = np.random.default_rng(5).integers(0, 2, size=(40, 3))
+    pairs = 3
+    for budget, share, protect in ((Fraction(1, 10), Fraction(1, 100), None),
+                                   (Fraction(2), Fraction(3, 10), Fraction(3, 20))):
+        f = PrivacyFilter(budget)
+        spec = None if protect is None else {"weights": {"a": 1.0, "c": -0.5}, "threshold": 0.1,
+                                              "share": float(protect)}
+        privpgd(Curator(Dataset(records, domain), f, seed=1), workload="all-2way", particles=8,
+                epochs=1, total_share=float(share), protect=spec, seed=2)
+        entries = f.ledger.charges
+        releases = [e for e in entries if e.what.get("release") != "none"]
+        count, rest = releases[0], releases[1:]
+        assert len(count.what["attrs"]) == 1 and count.rho <= budget * share
+        if protect is not None:
+            soft, rest = rest[0], rest[1:]
+            assert soft.what["release"] == "soft_count" and soft.rho <= budget * protect
+        pair_share = budget * (1 - share - (protect or 0)) / pairs
+        assert len(rest) == pairs and all(len(e.what["attrs"]) == 2 for e in rest)
+        # each pair's cost is its share of what is left, which only grows by the earlier
+        # charges' rounding: within a hair of the equal share
+        assert all(abs(e.rho - pair_share) <= pair_share / 10 ** 6 for e in rest)
+        # the whole budget, up to the cost grid (2^-128: costs round up, the residue down)
+        assert 0 <= budget - f.spent < Fraction(1, 2 ** 120)

@@ -46,7 +46,7 @@ def csv_files(draw):
         i = draw(st.integers(0, len(rows) - 1)) if rows else 0
         if kind == "cell" and rows:
             column = draw(st.sampled_from(header[:3]))
-            if column in header:
+            if column in header and header.index(column) < len(rows[i]):   # a short row
                 rows[i][header.index(column)] = draw(st.sampled_from(BAD_CELLS[column]))
         elif kind == "trailing":
             for row in rows:

@@ -12,8 +12,8 @@ from dpcore import Curator, Dataset, Domain
 from dpcore.accounting import PrivacyFilter
 from dpcore.accounting.level_sampler import level_exponential_mechanism
 from dpcore.accounting.noise import make_rng
-from dpcore.curator import (SCORE_GRID, Curator as _C, _draw, _draw_among, _l1, _l1_cells, _l1_many,
-                            _l1_pool, _Pool)
+from dpcore.curator import (SCORE_GRID, WEIGHT_GRID, Curator as _C, _draw, _draw_among, _l1,
+                            _l1_cells, _l1_many, _l1_pool, _Pool)
 from dpcore.errors import InvalidArgumentError
 
 
@@ -261,7 +261,8 @@ def test_a_compressed_view_reads_the_coarsened_marginals_counted_or_aggregated(d
     for maps in (first, second):
         for a, codes in maps.items():
             recoded[:, domain.attrs.index(a)] = codes[recoded[:, domain.attrs.index(a)]]
-    w = np.ones(n) if weights is None else weights
+    # the curator keeps weights floored onto 1/WEIGHT_GRID (exact sums: dpcore.curator)
+    w = np.ones(n) if weights is None else np.floor(weights * WEIGHT_GRID) / WEIGHT_GRID
     for clique in [c for k in (1, 2) for c in itertools.combinations(domain.attrs, k)]:
         axes = [domain.attrs.index(a) for a in clique]
         want = np.zeros([view2.domain.shape[i] for i in axes])

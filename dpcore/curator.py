@@ -792,11 +792,11 @@ def _weights_on_grid(dataset, w: np.ndarray):
     snapped = np.floor(w * WEIGHT_GRID) / WEIGHT_GRID
     if np.array_equal(snapped, w):
         return dataset
-    if type(dataset) is not Dataset:
+    if not isinstance(dataset, Dataset):
         raise InvalidArgumentError(f"dataset weights must be multiples of 1/{WEIGHT_GRID} for "
                                    f"exact weighted counts (a {type(dataset).__name__} is not "
                                    f"rebuilt here); floor them onto that grid first")
-    return Dataset(dataset.records, dataset.domain, weights=snapped)
+    return dataset._with_weights(snapped)
 
 
 def _l1_many(trues, refs: np.ndarray, sizes: np.ndarray) -> list[int]:

@@ -7,6 +7,7 @@ compiled kernel ``dpcore._core.count_marginals``, one batched call for many attr
 """
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 
@@ -106,6 +107,12 @@ class Dataset:
         self._records = view
         self._domain = domain
         self._weights = None if weights is None else self._check_weights(weights, len(view))
+
+    def _with_weights(self, weights) -> "Dataset":
+        """A shallow copy (the same type, records and state) holding ``weights`` instead."""
+        out = copy.copy(self)
+        out._weights = self._check_weights(weights, len(self._records))
+        return out
 
     @staticmethod
     def _check_weights(weights, rows: int) -> np.ndarray:

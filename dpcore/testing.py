@@ -57,7 +57,8 @@ class AuditedCurator(Curator):
     def __init__(self, dataset, *args, **kwargs):
         super().__init__(dataset, *args, **kwargs)
         self.state = {"reads": 0, "last": Fraction(-1), "inside": False}
-        dataset.state = self.state
+        # the caller's dataset and the one the curator holds (a copy when it snapped weights)
+        dataset.state = self._Curator__dataset.state = self.state
 
     @property
     def audit(self) -> int:

@@ -313,7 +313,7 @@ def adaptive_measurements(curator, workload, family, *, rounds: int = 50, per_ro
     """
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows, sample_method)
+    check_output(domain, synthetic_rows, sample_method, seed)
     if not all(callable(getattr(family, f, None)) for f in ("init", "answers", "update", "output")) \
             or not isinstance(getattr(family, "name", None), str):
         raise DpcoreTypeError(f"family must be an Adaptive Measurements family such as "

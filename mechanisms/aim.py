@@ -71,7 +71,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     """
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows, sample_method)
+    check_output(domain, synthetic_rows, sample_method, seed)
     derived = dict(derived or {})
     model_domain = domain.project([a for a in domain.attrs if a not in derived])
     work = make_workload(domain, workload)

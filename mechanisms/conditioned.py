@@ -59,20 +59,32 @@ def conditioned_cells() -> int:
     return cell_cap() // 8
 
 
-def check_conditioned_fits(domain: Any, masks: list[dict[str, np.ndarray]]) -> None:
-    """Before any charge, for a mechanism that fits no structural zeros: the forbidden rules
-    (``dpcore.constraints.zero_masks``) that share a column with another rule must make a
-    junction tree within :func:`conditioned_cells`, so that when rejection fails after the
-    spend the independent model and the product mixtures can still draw their law on the
-    allowed cells exactly (:func:`masked_model`, :func:`mixture_rows`; a rule alone needs no
-    table, :func:`outside_rows`); SchemaError naming their columns otherwise."""
+def check_conditioned_fits(domain: Any, masks: list[dict[str, np.ndarray]], *,
+                           whole_domain: bool = False) -> None:
+    """Before any charge, for a mechanism whose released model is a product (the independent
+    model, RAP-softmax's and GEM's mixtures): the forbidden rules (``zero_masks``) that share
+    a column with another rule must make a junction tree within :func:`conditioned_cells`,
+    so that when rejection fails after the spend the law on the allowed cells can still be
+    drawn exactly (:func:`masked_model`, :func:`mixture_rows`; a rule alone needs no table,
+    :func:`outside_rows`). ``whole_domain``: a histogram model (one clique over the domain),
+    whose masked tree is the domain itself. SchemaError naming the columns otherwise."""
     from dpcore.junction_tree import JunctionTree
     from dpcore.schema import SchemaError
+    cap = conditioned_cells()
+    if whole_domain:
+        cells = math.prod(domain.size((a,)) for a in domain.attrs)
+        if masks and cells > cap:
+            raise SchemaError(
+                f"schema constraints: this mechanism's histogram over the whole domain has "
+                f"{cells} cells, above {cap} (an eighth of the cell cap), so with forbidden "
+                f"rules it could spend its budget and then be unable to draw allowed rows; "
+                f"coarsen the schema, or use aim, mst or mwem (they fit the rules as "
+                f"structural zeros)")
+        return
     singles = [(a,) for a in domain.attrs]
     _, joined = split_rules(singles, masks)
     if not joined:
         return
-    cap = conditioned_cells()
     cliques = [tuple(_columns(domain, rule)) for rule in joined]
     largest = max(math.prod(domain.size((a,)) for a in c) for c in cliques)
     cells = largest if largest > cap else _tree_cells(JunctionTree(domain, singles + cliques))

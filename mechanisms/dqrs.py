@@ -94,7 +94,7 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
     """
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows)
+    check_output(domain, synthetic_rows, seed=seed)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")

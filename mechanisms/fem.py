@@ -327,7 +327,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     """
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows)
+    check_output(domain, synthetic_rows, seed=seed)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")

@@ -23,7 +23,7 @@ def independent(curator, *, synthetic_rows: int | None = None, sample_method: st
     ``discrete`` goes to :meth:`Curator.measure` (None: exact discrete Gaussian for counts)."""
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows, sample_method)
+    check_output(domain, synthetic_rows, sample_method, seed)
     if Fraction(curator.privacy_filter.remaining) <= 0:
         raise InvalidArgumentError("the privacy filter has no budget left, remaining = 0")
     measurements, records = [], []

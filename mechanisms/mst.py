@@ -73,7 +73,7 @@ def mst(curator, *, public=None, required_pairs=(), compress: bool = True, calib
     """
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows, sample_method)
+    check_output(domain, synthetic_rows, sample_method, seed)
     if calibration not in ("zcdp", "nist"):
         raise InvalidArgumentError(f"calibration must be 'zcdp' or 'nist', got {calibration!r}")
     if calibration == "nist" and public is None:

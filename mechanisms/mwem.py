@@ -46,7 +46,7 @@ def mwem(curator, workload, *, rounds: int = 10, max_model_size: float | None = 
     """
     timer = Timer()
     domain = curator.domain
-    check_output(domain, synthetic_rows, sample_method)
+    check_output(domain, synthetic_rows, sample_method, seed)
     work = make_workload(domain, workload)
     if not work:
         raise InvalidArgumentError("workload must name at least one marginal, got an empty workload")

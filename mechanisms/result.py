@@ -82,12 +82,13 @@ DEFAULT_MAX_ROWS = 10 ** 7
 SAMPLE_METHODS = ("round", "sample")
 
 
-def check_output(domain, rows, method: str = "round") -> None:
-    """Before a mechanism's first charge: the ``synthetic_rows`` and ``sample_method`` that
-    :func:`synthesize` will get, checked as the plan checks them (audit 15: a bad value given
-    to the low-level functions failed after the whole budget was spent)."""
-    from .plan import check_rows
+def check_output(domain, rows, method: str = "round", seed=None) -> None:
+    """Before a mechanism's first charge: the ``synthetic_rows``, ``sample_method`` and
+    ``seed`` that :func:`synthesize` will get, checked as the plan checks them (audit 15: a
+    bad value given to the low-level functions failed after the whole budget was spent)."""
+    from .plan import check_rows, check_seed
     check_rows(rows, len(domain), "synthetic_rows")
+    check_seed(seed)
     if method not in SAMPLE_METHODS:
         raise InvalidArgumentError(f"sample_method must be one of {SAMPLE_METHODS}, got {method!r}")
 

@@ -147,6 +147,11 @@ class Synthesizer(abc.ABC):
     # True: the mechanism fits its model with the forbidden rules as structural zeros (each
     # rule's columns a model clique, sized by the plan); False: rejection sampling only
     uses_zeros: ClassVar[bool] = False
+    # The released model's family, for the exact conditioned draw that replaces a failed
+    # rejection (mechanisms.conditioned): "product" (1-way cliques, or a mixture of products:
+    # the rules' own tree, sized in the plan), "histogram" (one clique over the whole domain),
+    # None (record mixtures, which filter records, or models fit with the zeros)
+    conditioned_model: ClassVar[str | None] = None
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
@@ -459,8 +464,10 @@ class Synthesizer(abc.ABC):
         if not self.uses_zeros:     # still refuse a rule forbidding every cell, before any charge
             from .conditioned import check_conditioned_fits
             zero_cliques(schema)
-            check_conditioned_fits(self._data_schema(schema).domain(),
-                                   [m for _, m in zero_masks(schema)])
+            if self.conditioned_model is not None:
+                check_conditioned_fits(self._data_schema(schema).domain(),
+                                       [m for _, m in zero_masks(schema)],
+                                       whole_domain=self.conditioned_model == "histogram")
             return {}
         fixed = zero_cliques(schema, max_cells=cell_cap())
         return {"fixed": fixed} if fixed else {}
@@ -963,6 +970,7 @@ class Independent(Synthesizer):
 
     name = "independent"
     reads_marginals_only = True
+    conditioned_model = "product"
 
     def _plan(self, domain: Any, rho: Any, *, rows: int | None, seed: Any) -> Plan:
         from .plan import plan_independent
@@ -1302,6 +1310,7 @@ class MWEMHistogram(_AdaptiveSynthesizer):
 
     name = "mwem-explicit"
     family = "mwem"
+    conditioned_model = "histogram"
 
 
 class PEP(_AdaptiveSynthesizer):
@@ -1311,6 +1320,7 @@ class PEP(_AdaptiveSynthesizer):
 
     name = "pep"
     family = "pep"
+    conditioned_model = "histogram"
 
 
 class RAPSoftmaxSynthesizer(_AdaptiveSynthesizer):
@@ -1319,6 +1329,7 @@ class RAPSoftmaxSynthesizer(_AdaptiveSynthesizer):
 
     name = "rap-softmax"
     family = "rap-softmax"
+    conditioned_model = "product"
 
 
 class GEMSynthesizer(_AdaptiveSynthesizer):
@@ -1328,6 +1339,7 @@ class GEMSynthesizer(_AdaptiveSynthesizer):
 
     name = "gem"
     family = "gem"
+    conditioned_model = "product"
 
     def _make_family(self) -> Any:
         from .gem import GEM

@@ -114,6 +114,7 @@ def _check_real_code() -> None:
             eps = mpmath.mpf(charged[0].numerator) / charged[0].denominator \
                 if isinstance(charged[0], Fraction) else mpmath.mpf(charged[0])
             k = len(queries)
+            assert len(seen) == 2 * k, len(seen)      # one exponent a query, for each dataset
             for e0, e1 in zip(seen[:k], seen[k:]):
                 keep = abs(e0 - e1)
                 drop = abs(mpmath.log(1 - mpmath.exp(-e0)) - mpmath.log(1 - mpmath.exp(-e1)))

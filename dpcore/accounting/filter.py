@@ -105,11 +105,11 @@ class PrivacyFilter:
         """Continue charging against a saved ledger's lifetime budget, appending to the same
         file (locked; loaded, and every recorded cost recomputed). A run the ledger shows as
         still open was cut off; it is closed as ``interrupted`` first. A file that ends
-        without its trailer is refused unless ``repair`` (:meth:`LedgerFile.open`); a repair
-        is recorded first, as a ``repair`` entry naming the partial line it discarded."""
+        without its trailer is refused unless ``repair`` (:meth:`LedgerFile.open`), which
+        records the repair as a ``repair`` entry naming the partial line it discarded."""
         if not isinstance(repair, bool):
             raise InvalidArgumentError(f"repair must be True or False, got {repair!r}")
-        file, ledger, dropped = LedgerFile.open(ledger_path, repair=repair)
+        file, ledger = LedgerFile.open(ledger_path, repair=repair)
         try:
             # The header gets the constructor's checks: an edited budget must not raise the
             # lifetime budget past the cap or past what the file's own (epsilon, delta) allow.
@@ -135,8 +135,6 @@ class PrivacyFilter:
             raise
         self = cls.__new__(cls)
         self._setup(ledger, file)
-        if dropped is not None:
-            self._append("repair", None, Fraction(0), dropped)
         cut = ledger.open_run
         if cut is not None:
             self._append("close", None, Fraction(0), {

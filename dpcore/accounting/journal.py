@@ -19,11 +19,12 @@ import fcntl
 import hashlib
 import os
 import tempfile
+from fractions import Fraction
 
 from dpcore.errors import InvalidArgumentError
 
 from .errors import LedgerError
-from .ledger import (Ledger, entry_line, fsync_directory, header_line, parse_ledger_text,
+from .ledger import (Ledger, entry_line, fsync_directory, parse_ledger_text,
                      trailer_line, MAX_LEDGER_BYTES)
 
 
@@ -31,19 +32,54 @@ class LedgerInUseError(InvalidArgumentError):
     """Another process holds the ledger's writer lock (a run is using it)."""
 
 
-def _cut_tail(text: str, entries: int) -> dict | None:
-    """What a torn ledger text loses when read back (:func:`parse_ledger_text` kept ``entries``
-    whole entries): None when only a partial trailer line is missing (every entry is whole),
-    else the byte count and SHA-256 of the partial line after the last whole entry (0 bytes
-    when the file ends right after one)."""
-    body = text.split("\n")[1:]
-    while body and body[-1] == "":
-        body.pop()
-    partial = body[entries] if len(body) > entries else ""
-    if partial.startswith("]"):
-        return None
-    raw = partial.encode("utf-8")
-    return {"dropped_bytes": len(raw), "dropped_sha256": hashlib.sha256(raw).hexdigest()}
+def _utf8_text(raw: bytes, path: str) -> tuple[str, bool]:
+    """The file's text, and whether it is all of the file. A crash can cut a multi-byte
+    character of the last line in two: then the text is the whole lines before it, and the
+    file is torn whatever those lines hold."""
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        pass
+    try:
+        return raw[:raw.rfind(b"\n") + 1].decode("utf-8"), False
+    except UnicodeDecodeError:
+        raise LedgerError(f"ledger {path!r} is not UTF-8 text") from None
+
+
+def _mend(fd: int, path: str, raw: bytes, ledger: Ledger, repair: bool) -> Ledger:
+    """Complete a torn ledger file in place after its last whole entry: the trailer again
+    when what follows that entry is a (non-empty) prefix of the very trailer line it would
+    have, else (``repair`` only) a ``repair`` entry naming the discarded bytes, then the
+    trailer. Returns the ledger as now on disk."""
+    whole = ledger.to_text().encode("utf-8")
+    whole = whole[:len(whole) - len(trailer_line(ledger.spent, ledger.head_hash).encode("utf-8"))]
+    if raw.startswith(whole):
+        at = len(whole)
+    elif whole.startswith(raw) and len(whole) - len(raw) == 1:   # only the last newline is cut
+        at = len(raw)
+    else:
+        raise LedgerError(f"ledger {path!r} ends without its trailer and is not in dpcore's line "
+                          f"format (one entry a line): it cannot be repaired in place")
+    tail = raw[len(whole):]
+    if not trailer_line(ledger.spent, ledger.head_hash).encode("utf-8").startswith(tail) or not tail:
+        if not repair:
+            raise LedgerError(
+                f"ledger {path!r} ends without its trailer ({len(tail)} bytes of a partial last "
+                f"line): a write cut off by a crash, or a cut of the file that may have removed "
+                f"committed entries. Check it against the head you last published (dpcore verify "
+                f"--head H); continuing discards the partial line and records the repair in the "
+                f"ledger: pass --repair (API: repair_ledger=True) to do so")
+        ledger = ledger.appended("repair", None, Fraction(0), {
+            "dropped_bytes": len(tail), "dropped_sha256": hashlib.sha256(tail).hexdigest()})
+        entry = ledger.entries[-1]
+        text = whole[at:] + entry_line(entry.to_dict(), first=(entry.seq == 0)).encode("utf-8")
+    else:
+        text = whole[at:]
+    text += trailer_line(ledger.spent, ledger.head_hash).encode("utf-8")
+    os.ftruncate(fd, at)      # first shrink: a crash from here on leaves no trailer
+    _write_at(fd, text, at)
+    os.fsync(fd)
+    return ledger
 
 
 class LedgerFile:
@@ -96,17 +132,17 @@ class LedgerFile:
         return cls(path, fd, ledger, trailer)
 
     @classmethod
-    def open(cls, path, *, repair: bool = False) -> tuple["LedgerFile", Ledger, dict | None]:
-        """Lock an existing ledger for appending; returns the file, its validated ledger, and
-        what a repair discarded (None when nothing was).
+    def open(cls, path, *, repair: bool = False) -> tuple["LedgerFile", Ledger]:
+        """Lock an existing ledger for appending; returns the file and its validated ledger.
 
-        A file whose last line is a partial trailer lost nothing and is mended in place. A file
-        that ends without its trailer was cut: by a crash in the middle of an append (the
-        partial entry was never committed), or by someone cutting the file, which removes
-        committed entries just the same, and the two look alike. Such a file is refused unless
-        ``repair``; then its partial last line is cut off and ``{"dropped_bytes", "dropped_sha256"}``
-        of that line is returned, for the caller to record in the ledger (a ``repair`` entry),
-        so that the repaired file never verifies as if nothing had happened."""
+        A file whose last line is a partial trailer lost nothing: the trailer is written again.
+        A file that ends without its trailer otherwise was cut: by a crash in the middle of an
+        append (the partial entry was never committed), or by someone cutting the file, which
+        removes committed entries just the same; the two look alike. Such a file is refused
+        unless ``repair``: then the partial last line is replaced by a ``repair`` entry naming
+        its byte count and SHA-256, and the trailer, in one write after the last whole entry,
+        so a crash during the repair leaves a file that still needs one (never a repaired file
+        without its record)."""
         path = os.fspath(path)
         try:
             fd = os.open(path, os.O_RDWR)
@@ -117,32 +153,27 @@ class LedgerFile:
         try:
             _lock(fd, path)
             raw = _read_all(fd)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise LedgerError(f"ledger {path!r} is not UTF-8 text") from None
+            text, whole_file = _utf8_text(raw, path)
             data, torn = parse_ledger_text(text, where=f"ledger {path!r}")
-            dropped = _cut_tail(text, len(data["entries"])) if torn else None
-            if dropped is not None and not repair:
-                raise LedgerError(
-                    f"ledger {path!r} ends without its trailer ({dropped['dropped_bytes']} bytes "
-                    f"of a partial last line): a write cut off by a crash, or a cut of the file "
-                    f"that may have removed committed entries. Check it against the head you "
-                    f"last published (dpcore verify --head H); continuing discards the partial "
-                    f"line and records the repair in the ledger: pass --repair (API: "
-                    f"repair_ledger=True) to do so")
+            if not whole_file:       # the trailer read, if any, is not the file's last line
+                torn = True
+                data = {k: v for k, v in data.items() if k not in ("rho_spent", "head_hash")}
             ledger = Ledger.from_dict(data, allow_open_tail=torn)
-            good = ledger.to_text().encode("utf-8")
-            trailer = len(good) - len(trailer_line(ledger.spent, ledger.head_hash).encode("utf-8"))
-            if torn or good != raw:
-                # Rewrite in place (never rename: our lock is on this inode).
-                os.ftruncate(fd, 0)
-                _write_at(fd, good, 0)
-                os.fsync(fd)
+            if torn:
+                ledger = _mend(fd, path, raw, ledger, repair)
+            else:
+                good = ledger.to_text().encode("utf-8")
+                if good != raw:      # a reformatted copy: written back in dpcore's line format
+                    # Rewrite in place (never rename: our lock is on this inode).
+                    os.ftruncate(fd, 0)
+                    _write_at(fd, good, 0)
+                    os.fsync(fd)
+            trailer = len(ledger.to_text().encode("utf-8")) - len(
+                trailer_line(ledger.spent, ledger.head_hash).encode("utf-8"))
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, ledger, trailer), ledger, dropped
+        return cls(path, fd, ledger, trailer), ledger
 
     # -- appending ----------------------------------------------------------------------------
     def append(self, ledger: Ledger) -> None:

@@ -221,7 +221,15 @@ class Ledger:
 
     def save(self, path) -> None:
         """Write a copy atomically (temp file, fsync, rename). The filter's live ledger file is
-        written by :class:`~.journal.LedgerFile` instead, one appended line per charge."""
+        written by :class:`~.journal.LedgerFile` instead, one appended line per charge. A
+        ledger read from a torn file is refused: its copy would be a whole ledger with no
+        record of what was cut (repair the file instead: ``PrivacyFilter.resume(path,
+        repair=True)``, which records the repair)."""
+        if self.torn:
+            raise LedgerError("this ledger was read from a file that ends without its trailer "
+                              "(a crash or a cut); a saved copy would hide that: repair the file "
+                              "with dpcore synth --continue --repair (PrivacyFilter.resume(path, "
+                              "repair=True)) instead")
         atomic_write(path, self.to_text())
 
     @classmethod

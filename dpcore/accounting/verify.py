@@ -87,6 +87,8 @@ class VerificationReport:
         if self.promise:
             lines.append(f"  promise:    {self.promise}")
         lines += [f"  note: {n}" for n in self.notes[:5]]
+        if len(self.notes) > 5:
+            lines.append(f"  and {len(self.notes) - 5} more note(s) (--json lists them all)")
         if self.reasons:
             more = len(self.reasons) - 1
             lines.append(f"  - {self.reasons[0]}")
@@ -209,7 +211,13 @@ def _raw(obj):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise _Bad("ledger is not UTF-8 text") from None
+            # a crash can cut a multi-byte character of the last line in two: read the whole
+            # lines before it, as a torn journal whatever they hold
+            try:
+                text = raw[:raw.rfind(b"\n") + 1].decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Bad("ledger is not UTF-8 text") from None
+            return _recover(text, _Bad("ledger ends in a partial line that is not UTF-8"))
     try:
         return _strict(text), False
     except _Bad as first:

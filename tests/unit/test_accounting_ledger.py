@@ -123,6 +123,75 @@ def test_continuing_a_torn_file_needs_repair_and_records_it(saved):
         PrivacyFilter.resume(path, repair="yes")
 
 
+def test_a_repair_cut_short_by_a_crash_still_needs_repair(saved, monkeypatch):
+    # review 15 H1: the repaired file (with its trailer) was written before the repair entry,
+    # so a crash between the two left a file that verified PASS with no record of the repair.
+    # Now the repair entry and the trailer are one write after the last whole entry.
+    from dpcore.accounting import journal
+    path, f = saved
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3]) + lines[3][:25])     # cut inside an entry
+    real = journal._write_at
+
+    def crash(fd, data, at):
+        real(fd, data[:len(data) // 2], at)
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(journal, "_write_at", crash)
+    with pytest.raises(OSError):
+        PrivacyFilter.resume(path, repair=True)
+    monkeypatch.setattr(journal, "_write_at", real)
+    assert verify_ledger(path).status == "incomplete"
+    with pytest.raises(LedgerError, match="ends without its trailer"):
+        PrivacyFilter.resume(path)
+    PrivacyFilter.resume(path, repair=True).close()
+    report = verify_ledger(path)
+    assert report.status == "pass" and "--repair" in report.notes[0]
+
+
+def test_a_crash_that_cuts_a_character_in_two_can_be_repaired(tmp_path):
+    # review 15 M5: entries keep non-ASCII text; a cut inside a multi-byte character made the
+    # whole file "not UTF-8" for both the writer and the verifier
+    path = tmp_path / "l.json"
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=path)
+    f.open_run(f.budget, {"mechanism": "test", "domain": {"âge": 10}})
+    f.charge(GaussianEvent(20.0), what={"release": "marginal", "attrs": ["âge"]})
+    f.close()
+    raw = path.read_bytes()
+    cut = raw.rindex("âge".encode()) + 1                      # inside the two-byte â
+    path.write_bytes(raw[:cut])
+    assert verify_ledger(path).status == "incomplete"
+    PrivacyFilter.resume(path, repair=True).close()
+    ledger = Ledger.load(path)
+    repair = next(e for e in ledger.entries if e.kind == "repair")
+    assert repair.what["dropped_bytes"] == cut - (raw[:cut].rindex(b"\n") + 1)
+    assert verify_ledger(path).status == "pass"
+
+
+def test_a_torn_ledger_is_not_saved_as_a_whole_copy(saved, tmp_path):
+    # review 15 L1: Ledger.load(cut).save(copy) made a cut ledger that verified PASS, no note
+    path, f = saved
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3]) + lines[3][:25])
+    torn = Ledger.load(path)
+    assert torn.torn
+    with pytest.raises(LedgerError, match="ends without its trailer"):
+        torn.save(tmp_path / "copy.json")
+    assert not (tmp_path / "copy.json").exists()
+
+
+def test_bytes_after_a_whole_ledger_are_never_dropped_silently(saved):
+    # a complete ledger followed by a partial non-UTF-8 line: torn (INCOMPLETE), and only a
+    # recorded repair continues it (the verifier and the writer read it alike)
+    path, f = saved
+    path.write_bytes(path.read_bytes() + b"\xc3")
+    assert verify_ledger(path).status == "incomplete"
+    with pytest.raises(LedgerError, match="ends without its trailer"):
+        PrivacyFilter.resume(path)
+    PrivacyFilter.resume(path, repair=True).close()
+    report = verify_ledger(path)
+    assert report.status == "pass" and "--repair" in report.notes[0]
+
+
 def test_a_cut_at_a_line_boundary_needs_repair_too(saved):
     # no partial line at all, but no trailer: a crash between the append's truncation and
     # its write, or a cut of whole entries; repaired with 0 bytes discarded

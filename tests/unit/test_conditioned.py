@@ -353,6 +353,15 @@ def test_rules_too_large_for_the_conditioned_draw_are_refused_before_any_charge(
                 Synthesizer.create(name, epsilon=1.0, progress=False, ledger_path=ledger, seed=0,
                                    ).fit(df, {"columns": cats, "constraints": [ab, bc]})
             assert not ledger.exists()
+        # record models filter records (no tree): not refused; a histogram over the whole
+        # domain (27,000 cells here) is
+        both = {"columns": cats, "constraints": [ab, bc]}
+        from mechanisms.synthesizer import as_schema
+        for name in ("fem", "dqrs", "privpgd"):
+            assert Synthesizer.create(name, epsilon=1.0)._rule_options(as_schema(both)) == {}
+        with pytest.raises(SchemaError, match="histogram over the whole domain"):
+            Synthesizer.create("mwem-explicit", epsilon=1.0).plan(
+                {"columns": cats, "constraints": [ab]})
         s = Synthesizer.create("independent", epsilon=1.0, progress=False, ledger_path=ledger,
                                seed=0).fit(df, {"columns": cats, "constraints": [ab]})
     finally:

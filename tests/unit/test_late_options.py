@@ -1,5 +1,6 @@
-"""Audit 15 F2: the low-level mechanism functions checked some options only after charging
-(synthetic_rows, sample_method, MST's weights); every one is now refused before any charge."""
+"""Audit 15 F2 and review 15 M2: the low-level mechanism functions checked some options only
+after charging (synthetic_rows, sample_method, seed, MST's weights); every one is now refused
+before any charge."""
 import numpy as np
 import pytest
 
@@ -28,7 +29,9 @@ RUNS = {
 BAD = [({"synthetic_rows": -5}, "synthetic_rows must be >= 1"),
        ({"synthetic_rows": 2.5}, "synthetic_rows must be an int"),
        ({"synthetic_rows": "x"}, "synthetic_rows must be an int"),
-       ({"sample_method": "bogus"}, "sample_method must be one of")]
+       ({"sample_method": "bogus"}, "sample_method must be one of"),
+       ({"seed": "bad"}, "seed must be an int"), ({"seed": 1.5}, "seed must be an int"),
+       ({"seed": -1}, "seed must be in"), ({"seed": 2 ** 70}, "seed must be in")]
 
 
 def _curator():

@@ -1063,7 +1063,10 @@ class NISTMST(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from dpcore import Dataset
         from .mst import mst
-        public = Dataset(self._public_codes, curator.domain)
+        # the curator holds the measured columns (a derived column is regenerated after)
+        names = list(self.transform_.schema.names)
+        public = Dataset(self._public_codes[:, [names.index(a) for a in curator.domain.attrs]],
+                         curator.domain)
         return mst(curator, public=public, calibration=self.calibration, epsilon=self.epsilon,
                    delta=self.delta, synthetic_rows=plan.rows, seed=plan.seed,
                    callback=callback, discrete=self.noise == "discrete")

@@ -181,6 +181,13 @@ class Transform:
 
     def __init__(self, original: Schema, maps: Mapping[str, Map]) -> None:
         self.original, self.maps = original, dict(maps)
+        # the schema's rules carry over to the transformed schema (they hold on its codes) as
+        # long as no map changes a column they name
+        clash = sorted(_ruled_columns(original) & set(self.maps))
+        if clash:
+            raise InvalidArgumentError(f"transform of {clash}: a schema rule names "
+                                       f"{'it' if len(clash) == 1 else 'them'}, so it must stay "
+                                       f"as it is (leave it out of the transform)")
         columns = []
         for col in original.columns:
             m = self.maps.get(col.name)
@@ -198,7 +205,8 @@ class Transform:
                 missing = col.missing if j == 0 else "error"   # Split's B is never missing
                 columns.append(NumericColumn(name, equal_width_edges(0, size - 1, size, True),
                                              True, "error", missing, "uniform"))
-        self.schema = Schema(columns, missing_values=original.missing_values)
+        self.schema = Schema(columns, missing_values=original.missing_values,
+                             constraints=[dict(r.spec) for r in original.constraints] or None)
 
     @classmethod
     def from_public(cls, public: pd.DataFrame, schema: Schema,
@@ -309,13 +317,21 @@ def _integer_column(schema: Schema, name: str) -> NumericColumn:
     return col
 
 
+def _ruled_columns(schema: Schema) -> set[str]:
+    """The columns the schema's rules name (a derived column and its parent, a forbidden
+    rule's columns)."""
+    return {c for r in schema.constraints
+            for c in (r.masks if hasattr(r, "masks") else (r.column, r.parent))}
+
+
 def _specs(schema: Schema, columns: Any, wide: int) -> dict[str, dict]:
     if isinstance(columns, str):
         if columns != "auto":
             raise InvalidArgumentError(f"transform must be 'auto', a list of columns or a "
                                        f"{{column: pattern}} mapping, got {columns!r}")
+        ruled = _ruled_columns(schema)     # a rule's columns stay as they are
         return {c.name: {} for c in schema.columns if isinstance(c, NumericColumn) and c.integer
-                and c.upper - c.lower + 1 > wide}
+                and c.upper - c.lower + 1 > wide and c.name not in ruled}
     if isinstance(columns, Mapping):
         out = {}
         for name, spec in columns.items():

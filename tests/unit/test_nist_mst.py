@@ -135,3 +135,28 @@ def test_cli_bad_public_value_exits_2_before_any_charge(files, capsys):
     assert main(argv(files)) == 2
     assert "public data" in capsys.readouterr().err
     assert not (files / "ledger.json").exists()
+
+
+def test_schema_rules_hold_in_nist_mst_samples():
+    # review 15: the transform dropped the schema's rules, so NIST-MST sampled forbidden cells
+    # and ignored derived columns; they now carry over to the transformed schema
+    rules = [{"type": "forbidden", "name": "no_young_men",
+              "when": {"sex": {"in": ["M"]}, "age": {"range": [0, 29]}}},
+             {"type": "derived", "name": "grown", "column": "adult", "from": "age",
+              "ranges": [[0, 19, "no"], [20, 99, "yes"]]}]
+    schema = {**SCHEMA, "columns": {**SCHEMA["columns"], "adult": {
+        "type": "categorical", "categories": ["no", "yes"]}}, "constraints": rules}
+
+    def table(n, seed):
+        df = people(n, seed)
+        df.loc[(df["sex"] == "M") & (df["age"] < 30), "age"] = 45
+        return df.assign(adult=np.where(df["age"] >= 20, "yes", "no"))
+    s = Synthesizer.create("nist-mst", epsilon=0.5, public=table(600, 1), transform="auto",
+                           seed=0, progress=False).fit(table(3000, 2), schema=schema)
+    assert "income" in s.transform_.maps      # the unruled wide column is still transformed
+    out = s.sample(3000, seed=1)
+    assert not ((out["sex"] == "M") & (out["age"] < 30)).any()
+    assert (out["adult"] == np.where(out["age"] >= 20, "yes", "no")).all()
+    with pytest.raises(InvalidArgumentError, match="a schema rule names it"):
+        Synthesizer.create("nist-mst", epsilon=0.5, public=table(600, 1),
+                           transform={"age": "grid"}, progress=False).fit(table(100, 2), schema=schema)

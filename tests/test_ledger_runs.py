@@ -118,7 +118,11 @@ def test_killed_at_random_moments_never_verifies_as_pass_unless_it_finished(tabl
         args[args.index("mst")] = "mwem"      # 300 rounds: ~3 s, one charge after another
         proc = _cli(args + ["--workload", "all-2way", "--rounds", "300"])
         if trial:                          # trial 0 runs to completion
-            time.sleep(rng.uniform(0.5, 3.5))
+            # from the ledger's creation on (a loaded machine can take seconds to start up)
+            deadline = time.monotonic() + 60
+            while not ledger.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 2.5))
             proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=120)
         if not ledger.exists():

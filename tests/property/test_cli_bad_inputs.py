@@ -55,7 +55,7 @@ def csv_files(draw):
             rows[i] = rows[i][:-1]
         elif kind == "long" and rows:
             rows[i] = rows[i] + ["x"]
-        elif kind == "dup-header":
+        elif kind == "dup-header" and header:
             header = header[:2] + [header[0]]
         elif kind == "missing-header":
             header, rows = header[:2], [r[:2] for r in rows]

@@ -128,18 +128,25 @@ def _timed(phase: str, fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         cpu, wall = time.process_time(), time.perf_counter()
-        _OPEN.append([0.0, 0.0])
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        _OPEN.append([0.0, 0.0, 0.0, 0])
         try:
             return fn(*args, **kwargs)
         finally:
-            inner_cpu, inner_wall = _OPEN.pop()
+            inner_cpu, inner_wall, inner_sys, inner_faults = _OPEN.pop()
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            # system time (kernel copies, zeroing of fresh pages) and minor page faults
+            # (fresh memory touched): what buffer reuse saves shows here
+            sys_s, faults = usage.ru_stime - before.ru_stime, usage.ru_minflt - before.ru_minflt
             if _OPEN:
                 _OPEN[-1][0] += cpu
                 _OPEN[-1][1] += wall
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                _OPEN[-1][2] += sys_s
+                _OPEN[-1][3] += faults
             _PHASES.append({"phase": phase, "cpu_s": cpu - inner_cpu,
-                            "wall_s": wall - inner_wall, "peak_rss_mb": rss})
+                            "wall_s": wall - inner_wall, "peak_rss_mb": usage.ru_maxrss / 1024,
+                            "sys_s": sys_s - inner_sys, "minflt": faults - inner_faults})
     return wrapper
 
 

@@ -9,12 +9,14 @@ timers around the phases it goes through:
                 ``--engine stream`` or ``dask``, the one pass that counts the batch),
 * ``mechanism`` the fit (``Synthesizer.fit_codes``): counting, noise,
                 estimation, and the mechanism's own synthetic sample,
-* ``output``    sampling, decoding and writing the CSV (``Synthesizer.sample`` then
-                ``write_table``; the streaming writer does all three inside ``write_table``).
+* ``output``    sampling, decoding and writing the CSV (``Synthesizer.write``; a writer
+                around ``Synthesizer.sample`` then ``write_table`` is timed as well). With
+                ``dpcore synth``, MST's and AIM's own synthetic table is drawn inside the fit
+                (``mechanism``); ``write`` then decodes and writes that table.
 
 Per phase: CPU seconds (``time.process_time``; the machine is shared, so wall time is not the
-fair measure), wall seconds, and the process's peak RSS so far (``ru_maxrss``) at the phase's
-end; for the whole child, CPU and peak RSS from ``os.wait4`` (what the OS saw; with the Dask
+fair measure), of which system seconds, minor page faults, wall seconds, and the process's
+peak RSS so far (``ru_maxrss``) at the phase's end; for the whole child, CPU and peak RSS from ``os.wait4`` (what the OS saw; with the Dask
 engine's LocalCluster, CPU includes the worker processes and the peak is the largest single
 process). Not private:
 it is a benchmark on public data. Run it alone (it is the heavy process).
@@ -160,6 +162,7 @@ def child(argv: list[str], phases_out: str) -> int:
     # the stream and Dask engines read in their prefetch (a pass counting the batch), which
     # is "read" (a marginal outside the batch is counted inside "mechanism")
     targets = [(encoding, "read_codes", "read"), (encoding, "write_table", "output"),
+               (Synthesizer, "write", "output"),
                (Synthesizer, "fit_codes", "mechanism"), (Synthesizer, "sample", "output"),
                (Synthesizer, "fit_distributed", "mechanism"),
                (Synthesizer, "fit_file", "mechanism"), (counted.CountedTable, "prefetch", "read")]

@@ -30,6 +30,7 @@ value inside the bin for numbers (uniform or midpoint; integer columns stay inte
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import itertools
@@ -971,16 +972,7 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
     frames = [frame] if isinstance(frame, pd.DataFrame) else frame
     sep = check_delimiter(sep)
     target = Path(path)
-    if not target.parent.is_dir():
-        raise InvalidArgumentError(f"cannot write {str(path)!r}: directory "
-                                   f"{str(target.parent)!r} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as err:
-        raise InvalidArgumentError(f"cannot write {str(path)!r}: {err.strerror}") from None
-    os.close(fd)
-    try:
-        os.chmod(tmp, default_file_mode())
+    with temporary_output(path) as tmp:
         rows = 0
         if is_parquet(target):
             from dpcore.arrowio import have_pyarrow, public_layout, write_parquet_chunks
@@ -1010,11 +1002,30 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                                                 quoting=quoting).encode("utf-8")
                         fh.write(data)
                     rows += len(part)
+    return rows
+
+
+@contextlib.contextmanager
+def temporary_output(path: str | os.PathLike) -> Iterator[str]:
+    """A temporary file beside ``path`` (mode :func:`default_file_mode`) for the caller to
+    write, renamed over ``path`` when the block ends and removed if it fails: a failed
+    write leaves no partial file."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise InvalidArgumentError(f"cannot write {str(path)!r}: directory "
+                                   f"{str(target.parent)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise InvalidArgumentError(f"cannot write {str(path)!r}: {err.strerror}") from None
+    os.close(fd)
+    try:
+        os.chmod(tmp, default_file_mode())
+        yield tmp
         replace_into(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return rows
 
 
 FEW_VALUES = 12            # a numeric column with at most this many values is drafted categorical

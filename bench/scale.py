@@ -5,8 +5,10 @@ replacement to N rows and written to a CSV on disk (``make``; keep it outside th
 Each run is one child process running the command line in-process (``dpcore.cli.main``), with
 timers around the phases it goes through:
 
-* ``read``      reading and encoding the CSV (``dpcore.encoding.read_codes``; with
-                ``--engine stream`` or ``dask``, the one pass that counts the batch),
+* ``read``      reading and encoding the CSV and the input's SHA-256
+                (``dpcore.counted.read_and_hash`` around ``dpcore.encoding.read_codes``; with
+                ``--engine stream`` or ``dask``, the one pass that counts the batch; before
+                session 15 the memory engine's hash was outside the phases),
 * ``mechanism`` the fit (``Synthesizer.fit_codes``): counting, noise,
                 estimation, and the mechanism's own synthetic sample,
 * ``output``    sampling, decoding and writing the CSV (``Synthesizer.write``; a writer
@@ -165,7 +167,8 @@ def child(argv: list[str], phases_out: str) -> int:
                (Synthesizer, "write", "output"),
                (Synthesizer, "fit_codes", "mechanism"), (Synthesizer, "sample", "output"),
                (Synthesizer, "fit_distributed", "mechanism"),
-               (Synthesizer, "fit_file", "mechanism"), (counted.CountedTable, "prefetch", "read")]
+               (Synthesizer, "fit_file", "mechanism"), (counted.CountedTable, "prefetch", "read"),
+               (counted, "read_and_hash", "read")]
     for owner, name, phase in targets:
         if hasattr(owner, name):
             setattr(owner, name, _timed(phase, getattr(owner, name)))

@@ -64,12 +64,26 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
     }
     if (c.drawn > 0) widest += (j > 0 ? sep_.size() : 0) + (j == last ? eol_.size() : 0);
     // each text carries its delimiter (after the first column) and its line end (the last)
-    for (const std::string& text : f.texts) {
+    auto add = [&](const std::string& text) {
       std::string field = (j > 0 ? sep_ : std::string()) + text + (j == last ? eol_ : "");
       widest = std::max(widest, field.size());
       offsets_.push_back(bytes_.size());
       bytes_ += field;
       bytes_.append(kSlack, '\0');
+    };
+    for (const std::string& text : f.texts) add(text);
+    if (c.drawn > 0) {      // the values of a small range as texts too (a copy, not a format)
+      double low = lo_[c.bin], high = lo_[c.bin] + width_[c.bin];
+      for (std::size_t b = 1; b < c.drawn; ++b) {
+        low = std::min(low, lo_[c.bin + b]);
+        high = std::max(high, lo_[c.bin + b] + width_[c.bin + b]);
+      }
+      if (high - low <= double(kMaxSpan)) {
+        c.low = static_cast<std::int64_t>(low);
+        c.span = static_cast<std::int64_t>(high - low) + 1;
+        c.values = offsets_.size();
+        for (std::int64_t v = 0; v < c.span; ++v) add(std::to_string(c.low + v));
+      }
     }
     max_row_ += widest;
     columns_.push_back(c);
@@ -102,11 +116,18 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
       // a negative code (signed T) becomes a huge one: refused below
       const auto code = static_cast<std::uint64_t>(raw);
       if (code < c.drawn) {
-        if (j > 0) p = put(p, sep, sep_.size());
         const std::size_t b = c.bin + std::size_t(code);
         // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1))
-        const double v = lo_[b] + std::floor(uniform[c.draw][r] * width_[b]);
-        p = std::to_chars(p, p + 24, static_cast<std::int64_t>(v)).ptr;
+        const auto v = static_cast<std::int64_t>(lo_[b] +
+                                                 std::floor(uniform[c.draw][r] * width_[b]));
+        const auto at = static_cast<std::uint64_t>(v - c.low);
+        if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
+          const std::size_t k = c.values + std::size_t(at);
+          p = put(p, bytes_.data() + offsets_[k], offsets_[k + 1] - offsets_[k] - kSlack);
+          continue;
+        }
+        if (j > 0) p = put(p, sep, sep_.size());
+        p = std::to_chars(p, p + 24, v).ptr;
         if (j == last) p = put(p, eol, eol_.size());
       } else if (code < c.codes) {
         const std::size_t k = c.first + std::size_t(code);

@@ -53,7 +53,12 @@ class CodeCsvFormat {
     std::size_t drawn = 0;    // codes below this are drawn
     std::size_t draw = 0;     // which uniform array (drawn columns)
     std::size_t bin = 0;      // its first bin in lo_ / width_
+    // drawn columns of a small value range: value v's text (with its delimiter and line
+    // end) is text values + (v - low), for low <= v < low + span (no integer formatting)
+    std::int64_t low = 0, span = 0;
+    std::size_t values = 0;
   };
+  static constexpr std::int64_t kMaxSpan = 4096;
   std::vector<Column> columns_;
   std::string bytes_;                    // each text with its delimiter / line end, padded
   std::vector<std::size_t> offsets_;     // text k: bytes_[offsets_[k], offsets_[k + 1] - kSlack)

@@ -100,17 +100,18 @@ def csv_plan(schema: Schema, missing_token: str, sep: str) -> CsvPlan | None:
 
 
 def write_codes_csv(plan: CsvPlan, chunks: Iterable[np.ndarray], fh: Any, *, seed: Any,
-                    total: int) -> int:
-    """Write the header, then the rows of ``chunks`` (rows ``0 .. total`` of a table, in
-    order), decoded with ``seed`` as :func:`dpcore.encoding.decode_codes` decodes them, to
-    the binary file ``fh``. Returns the rows written."""
+                    total: int, start: int = 0) -> int:
+    """Write the header, then the rows of ``chunks`` (rows ``start, start + 1, ...`` of a
+    table of ``total`` rows, in order), decoded with ``seed`` as
+    :func:`dpcore.encoding.decode_codes` decodes them, to the binary file ``fh``. Returns
+    the rows written."""
     fmt = plan.format
     fh.write(plan.header)
     step = max(1, BUFFER_BYTES // max(fmt.max_row_bytes, 1))
     buffer = bytearray(step * fmt.max_row_bytes + fmt.slack)
     view = memoryview(buffer)
     draws = [np.empty(step) for _ in range(fmt.drawn_columns)]
-    streams = list(_uniform_streams(seed, total, fmt.drawn_columns))
+    streams = list(_uniform_streams(seed, total, start, fmt.drawn_columns))
     rows = 0
     try:
         for codes in chunks:
@@ -127,14 +128,16 @@ def write_codes_csv(plan: CsvPlan, chunks: Iterable[np.ndarray], fh: Any, *, see
     return rows
 
 
-def _uniform_streams(seed: Any, total: int, count: int) -> Iterator[np.random.Generator]:
-    """The generators of the drawn columns' uniforms: column q's skips to draw q * total of
-    ``default_rng(seed)`` (decode_codes' layout); without a seed, one fresh generator."""
+def _uniform_streams(seed: Any, total: int, start: int, count: int
+                     ) -> Iterator[np.random.Generator]:
+    """The generators of the drawn columns' uniforms: column q's skips to draw
+    q * total + start of ``default_rng(seed)`` (decode_codes' layout); without a seed, one
+    fresh generator."""
     if seed is None:
         rng = np.random.default_rng()
         yield from (rng for _ in range(count))
         return
     for q in range(count):
         rng = np.random.default_rng(seed)
-        rng.bit_generator.advance(q * total)
+        rng.bit_generator.advance(q * total + start)
         yield rng

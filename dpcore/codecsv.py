@@ -101,12 +101,11 @@ def csv_plan(schema: Schema, missing_token: str, sep: str) -> CsvPlan | None:
 
 def write_codes_csv(plan: CsvPlan, chunks: Iterable[np.ndarray], fh: Any, *, seed: Any,
                     total: int, start: int = 0) -> int:
-    """Write the header, then the rows of ``chunks`` (rows ``start, start + 1, ...`` of a
+    """Write the header and the rows of ``chunks`` (rows ``start, start + 1, ...`` of a
     table of ``total`` rows, in order), decoded with ``seed`` as
     :func:`dpcore.encoding.decode_codes` decodes them, to the binary file ``fh``. Returns
     the rows written."""
     fmt = plan.format
-    fh.write(plan.header)
     step = max(1, BUFFER_BYTES // max(fmt.max_row_bytes, 1))
     buffer = bytearray(step * fmt.max_row_bytes + fmt.slack)
     view = memoryview(buffer)
@@ -114,7 +113,9 @@ def write_codes_csv(plan: CsvPlan, chunks: Iterable[np.ndarray], fh: Any, *, see
     streams = list(_uniform_streams(seed, total, start, fmt.drawn_columns))
     rows = 0
     try:
-        for codes in chunks:
+        for k, codes in enumerate(chunks):
+            if k == 0:     # no chunk, no header: write_table's file of no frames is empty
+                fh.write(plan.header)
             codes = np.asarray(codes)
             for start in range(0, len(codes), step):
                 part = codes[start:start + step]

@@ -752,7 +752,9 @@ class Synthesizer(abc.ABC):
                       for start in range(0, int(n), SAMPLE_BLOCK))
             return blocks, int(seed), int(n)
         codes = self.sample_codes(n, seed=seed)
-        return iter([codes]), seed if seed is not None else self.seed, len(codes)
+        # chunks of rows, as _chunk_frames slices them (a table of no rows: none)
+        return iter([codes] if len(codes) else []), \
+            seed if seed is not None else self.seed, len(codes)
 
     def _chunk_frames(self, n: int | None, seed: int | None, chunk_rows: int,
                       categorical: bool) -> Iterator[pd.DataFrame]:

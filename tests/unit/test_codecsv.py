@@ -178,3 +178,14 @@ def test_format_refuses_bad_codes_short_buffers_and_bad_columns():
     with pytest.raises(InvalidArgumentError, match="at least one column"):
         _core.CodeCsvFormat([], ",", "\n")
     assert fmt.format(np.zeros((0, 2), dtype=np.uint8), [], bytearray(0)) == 0
+
+
+def test_no_chunk_writes_nothing_and_an_empty_chunk_the_header(tmp_path, fitted):
+    """As write_table: no frames, an empty file; a frame of no rows, the header alone."""
+    plan = codecsv.csv_plan(fitted.schema_, "?", ",")
+    for chunks, want in [([], b""), ([np.zeros((0, 5), dtype=np.uint8)], plan.header)]:
+        with open(tmp_path / "t.csv", "wb") as fh:
+            assert codecsv.write_codes_csv(plan, chunks, fh, seed=1, total=0) == 0
+        assert (tmp_path / "t.csv").read_bytes() == want
+    write_table([], tmp_path / "old.csv")
+    assert (tmp_path / "old.csv").read_bytes() == b""

@@ -5,16 +5,20 @@ replacement to N rows and written to a CSV on disk (``make``; keep it outside th
 Each run is one child process running the command line in-process (``dpcore.cli.main``), with
 timers around the phases it goes through:
 
-* ``read``      reading and encoding the CSV (``dpcore.encoding.read_codes``; with
-                ``--engine stream`` or ``dask``, the one pass that counts the batch),
+* ``read``      reading and encoding the CSV and the input's SHA-256
+                (``dpcore.counted.read_and_hash`` around ``dpcore.encoding.read_codes``; with
+                ``--engine stream`` or ``dask``, the one pass that counts the batch; before
+                session 15 the memory engine's hash was outside the phases),
 * ``mechanism`` the fit (``Synthesizer.fit_codes``): counting, noise,
                 estimation, and the mechanism's own synthetic sample,
-* ``output``    sampling, decoding and writing the CSV (``Synthesizer.sample`` then
-                ``write_table``; the streaming writer does all three inside ``write_table``).
+* ``output``    sampling, decoding and writing the CSV (``Synthesizer.write``; a writer
+                around ``Synthesizer.sample`` then ``write_table`` is timed as well). With
+                ``dpcore synth``, MST's and AIM's own synthetic table is drawn inside the fit
+                (``mechanism``); ``write`` then decodes and writes that table.
 
 Per phase: CPU seconds (``time.process_time``; the machine is shared, so wall time is not the
-fair measure), wall seconds, and the process's peak RSS so far (``ru_maxrss``) at the phase's
-end; for the whole child, CPU and peak RSS from ``os.wait4`` (what the OS saw; with the Dask
+fair measure), of which system seconds, minor page faults, wall seconds, and the process's
+peak RSS so far (``ru_maxrss``) at the phase's end; for the whole child, CPU and peak RSS from ``os.wait4`` (what the OS saw; with the Dask
 engine's LocalCluster, CPU includes the worker processes and the peak is the largest single
 process). Not private:
 it is a benchmark on public data. Run it alone (it is the heavy process).
@@ -128,18 +132,25 @@ def _timed(phase: str, fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         cpu, wall = time.process_time(), time.perf_counter()
-        _OPEN.append([0.0, 0.0])
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        _OPEN.append([0.0, 0.0, 0.0, 0])
         try:
             return fn(*args, **kwargs)
         finally:
-            inner_cpu, inner_wall = _OPEN.pop()
+            inner_cpu, inner_wall, inner_sys, inner_faults = _OPEN.pop()
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            # system time (kernel copies, zeroing of fresh pages) and minor page faults
+            # (fresh memory touched): what buffer reuse saves shows here
+            sys_s, faults = usage.ru_stime - before.ru_stime, usage.ru_minflt - before.ru_minflt
             if _OPEN:
                 _OPEN[-1][0] += cpu
                 _OPEN[-1][1] += wall
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                _OPEN[-1][2] += sys_s
+                _OPEN[-1][3] += faults
             _PHASES.append({"phase": phase, "cpu_s": cpu - inner_cpu,
-                            "wall_s": wall - inner_wall, "peak_rss_mb": rss})
+                            "wall_s": wall - inner_wall, "peak_rss_mb": usage.ru_maxrss / 1024,
+                            "sys_s": sys_s - inner_sys, "minflt": faults - inner_faults})
     return wrapper
 
 
@@ -153,9 +164,11 @@ def child(argv: list[str], phases_out: str) -> int:
     # the stream and Dask engines read in their prefetch (a pass counting the batch), which
     # is "read" (a marginal outside the batch is counted inside "mechanism")
     targets = [(encoding, "read_codes", "read"), (encoding, "write_table", "output"),
+               (Synthesizer, "write", "output"),
                (Synthesizer, "fit_codes", "mechanism"), (Synthesizer, "sample", "output"),
                (Synthesizer, "fit_distributed", "mechanism"),
-               (Synthesizer, "fit_file", "mechanism"), (counted.CountedTable, "prefetch", "read")]
+               (Synthesizer, "fit_file", "mechanism"), (counted.CountedTable, "prefetch", "read"),
+               (counted, "read_and_hash", "read")]
     for owner, name, phase in targets:
         if hasattr(owner, name):
             setattr(owner, name, _timed(phase, getattr(owner, name)))

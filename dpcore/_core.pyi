@@ -82,6 +82,9 @@ class CalibratedTree:
     def sample(
         self, n: int, method: str, seed: int, dtype: str = "int64"
     ) -> npt.NDArray[Any]: ...
+    def sample_blocks(
+        self, n: int, method: str, seeds: Sequence[int], block: int, dtype: str = "int64"
+    ) -> npt.NDArray[Any]: ...
 
 # -- calibration (bind_calibration.cpp) -----------------------------------------------------
 class Calibrator:
@@ -135,6 +138,23 @@ def format_csv(
                         npt.NDArray[np.bool_] | None]],
     sep: str, eol: str, missing: str
 ) -> bytes: ...
+class CodeCsvFormat:
+    def __init__(
+        self,
+        columns: list[tuple[list[str], npt.NDArray[np.float64] | None,
+                            npt.NDArray[np.float64] | None]],
+        sep: str, eol: str
+    ) -> None: ...
+    @property
+    def max_row_bytes(self) -> int: ...
+    @property
+    def drawn_columns(self) -> int: ...
+    @property
+    def slack(self) -> int: ...
+    def format(
+        self, codes: npt.NDArray[np.integer], uniform: list[npt.NDArray[np.float64]],
+        out: bytearray | memoryview
+    ) -> int: ...
 
 # -- exact noise (bind_noise.cpp) ------------------------------------------------------------
 def discrete_gaussian(

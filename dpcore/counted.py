@@ -28,6 +28,7 @@ ledger opens, a bad file fails the run with nothing spent.
 from __future__ import annotations
 
 import abc
+import contextvars
 import hashlib
 import os
 from collections.abc import Sequence
@@ -38,8 +39,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-__all__ = ["CountedTable", "DEFAULT_BATCH_BYTES", "FileTable", "batch_bytes", "count_file",
-           "file_sha256", "read_and_hash"]
+__all__ = ["CountedTable", "DEFAULT_BATCH_BYTES", "FileTable", "ReadDigest", "batch_bytes",
+           "count_file", "digest_for", "file_sha256", "read_and_hash"]
 
 #: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
 #: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
@@ -68,18 +69,68 @@ def _identity(path: str | os.PathLike) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
+class ReadDigest:
+    """The SHA-256 of a file's bytes, fed by the reader as it reads them (see
+    :func:`read_and_hash`): valid once one pass fed the whole file, in order."""
+
+    def __init__(self, identity: tuple[int, int, int, int]) -> None:
+        self.identity = identity
+        self.restart()
+
+    def restart(self) -> None:
+        """A new pass from the file's first byte (a pass cut short is not the file's hash)."""
+        self._sha, self._size, self._complete = hashlib.sha256(), 0, False
+
+    def update(self, data: Any) -> None:
+        self._sha.update(data)
+        self._size += len(data)
+
+    def finish(self) -> None:
+        """The pass reached the end of the file."""
+        self._complete = True
+
+    def hexdigest(self) -> str | None:
+        """The file's SHA-256, or None unless a pass fed every byte of it."""
+        if not self._complete or self._size != self.identity[2]:
+            return None
+        return self._sha.hexdigest()
+
+
+_DIGEST: contextvars.ContextVar[ReadDigest | None] = contextvars.ContextVar("dpcore_read_digest",
+                                                                             default=None)
+
+
+def digest_for(fh: Any) -> ReadDigest | None:
+    """The digest :func:`read_and_hash` wants fed with the bytes of the open binary file
+    ``fh`` (it reads from the start), if ``fh`` is the file being hashed; else None."""
+    digest = _DIGEST.get()
+    if digest is None:
+        return None
+    st = os.fstat(fh.fileno())
+    return digest if (st.st_dev, st.st_ino) == digest.identity[:2] else None
+
+
 def read_and_hash(path: str | os.PathLike, read: Any) -> tuple[Any, str]:
     """``read()`` (a pass over the file at ``path``) and the file's SHA-256, refusing a file
     that changed meanwhile (its device, inode, size or modification time differ after the
     hash from before the read): the digest, the run's input commitment, is then that of the
-    bytes that were read. No digest in the error (it can reach the public ledger)."""
+    bytes that were read. No digest in the error (it can reach the public ledger).
+
+    The plain-CSV block reader (:mod:`dpcore.csvblocks`) hashes the bytes as it reads them
+    (:func:`digest_for`); when no pass fed the whole file (another reader, a pass stopped
+    early), the file is hashed in a second pass."""
     before = _identity(path)
-    result = read()
-    digest = file_sha256(path)
+    digest = ReadDigest(before)
+    token = _DIGEST.set(digest)
+    try:
+        result = read()
+    finally:
+        _DIGEST.reset(token)
+    hexdigest = digest.hexdigest() or file_sha256(path)
     if _identity(path) != before:
         raise InvalidArgumentError(f"{path}: the file changed while it was read; rerun on a "
                                    f"fixed input")
-    return result, digest
+    return result, hexdigest
 
 
 class CountedTable(abc.ABC):

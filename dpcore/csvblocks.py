@@ -55,11 +55,18 @@ def _line_blocks(path: Any, block_bytes: int) -> Iterator[memoryview]:
     than the buffer doubles it. The file is read, not mapped: a file truncated under a
     mapping would kill the process (SIGBUS) instead of failing the run's input check
     (:func:`dpcore.counted.read_and_hash`)."""
+    from dpcore.counted import digest_for
     size = max(int(block_bytes), 1)
     buf = bytearray(size + 1)                       # + 1: room for a missing last line end
     held = 0                                        # bytes of the carried partial line
     with open(path, "rb") as fh:
-        fh.readline()                               # the header (read by the caller)
+        # the input's hash, fed with the bytes as read (read_and_hash: no second pass)
+        digest = digest_for(fh)
+        if digest is not None:
+            digest.restart()
+        header = fh.readline()                      # the header (read by the caller)
+        if digest is not None:
+            digest.update(header)
         while True:
             if held == len(buf) - 1:                # a line longer than the buffer
                 grown = bytearray(2 * len(buf))     # new (a view of the old may be alive)
@@ -67,6 +74,11 @@ def _line_blocks(path: Any, block_bytes: int) -> Iterator[memoryview]:
                 buf = grown
             view = memoryview(buf)
             got = fh.readinto(view[held:len(buf) - 1])
+            if digest is not None:
+                if got:
+                    digest.update(view[held:held + got])
+                else:
+                    digest.finish()
             if not got:
                 if held:
                     buf[held] = 0x0A

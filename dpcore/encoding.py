@@ -30,6 +30,7 @@ value inside the bin for numbers (uniform or midpoint; integer columns stay inte
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import itertools
@@ -701,10 +702,59 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
     (10 M rows x 15 columns of uint8 is 150 MB)."""
     options = {"sep": sep, "chunk_rows": chunk_rows, "debug": debug}
     try:
-        parts = list(iter_codes(path, schema, engine=engine, **options))
+        return _gathered(iter_codes(path, schema, engine=engine, **options), path)
     except RestartRead:
-        parts = list(iter_codes(path, schema, engine="pandas", **options))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return _gathered(iter_codes(path, schema, engine="pandas", **options), path)
+
+
+#: Bytes of a file sampled to guess its row count (:func:`_gathered`).
+_SAMPLE_BYTES = 1 << 20
+
+
+def _row_guess(path: Any) -> int:
+    """About 10% more than the lines of the file at ``path`` (from the line length of its
+    first MiB), 0 when it cannot tell (not a plain file, Parquet, unreadable)."""
+    try:
+        if is_parquet(path) or not os.path.isfile(path):
+            return 0
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(_SAMPLE_BYTES)
+    except OSError:
+        return 0
+    lines = head.count(b"\n")
+    if not head or lines == 0:
+        return 0
+    return int(size / len(head) * lines * 1.1) + 1024
+
+
+def _gathered(parts: Iterator[np.ndarray], path: Any) -> np.ndarray:
+    """The chunks in one array. They are copied into one array sized from a guess of the
+    row count (:func:`_row_guess`), not collected and concatenated: that held the table
+    twice (the chunks, then the copy) and made the kernel zero the copy's pages afresh
+    (300 MB of fresh pages at 10^7 Adult rows instead of 150). The guess costs nothing when
+    too large (pages never written are never mapped: the result is the filled rows' view);
+    rows past it go to a list, concatenated at the end."""
+    first = next(parts, None)
+    if first is None:       # the readers raise first (a table needs rows): cannot happen
+        raise EncodingError(f"{path}: the table has a header but no data rows")
+    guess = max(_row_guess(path), len(first))
+    out = np.empty((guess, first.shape[1]), dtype=first.dtype)
+    out[:len(first)] = first
+    rows, extra = len(first), []
+    for part in parts:
+        if extra or rows + len(part) > guess:
+            extra.append(part)
+            continue
+        out[rows:rows + len(part)] = part
+        rows += len(part)
+    if extra:
+        return np.concatenate([out[:rows], *extra])
+    if rows == guess:
+        return out
+    # the filled rows (a view: the pages of the rest were never touched). A small table
+    # (under the guess's slack) gets its own copy, so no large untouched block is held.
+    return out[:rows] if rows > 1 << 16 else out[:rows].copy()
 
 
 def _named_errors(path: Any, parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
@@ -922,16 +972,7 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
     frames = [frame] if isinstance(frame, pd.DataFrame) else frame
     sep = check_delimiter(sep)
     target = Path(path)
-    if not target.parent.is_dir():
-        raise InvalidArgumentError(f"cannot write {str(path)!r}: directory "
-                                   f"{str(target.parent)!r} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as err:
-        raise InvalidArgumentError(f"cannot write {str(path)!r}: {err.strerror}") from None
-    os.close(fd)
-    try:
-        os.chmod(tmp, default_file_mode())
+    with temporary_output(path) as tmp:
         rows = 0
         if is_parquet(target):
             from dpcore.arrowio import have_pyarrow, public_layout, write_parquet_chunks
@@ -961,11 +1002,30 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                                                 quoting=quoting).encode("utf-8")
                         fh.write(data)
                     rows += len(part)
+    return rows
+
+
+@contextlib.contextmanager
+def temporary_output(path: str | os.PathLike) -> Iterator[str]:
+    """A temporary file beside ``path`` (mode :func:`default_file_mode`) for the caller to
+    write, renamed over ``path`` when the block ends and removed if it fails: a failed
+    write leaves no partial file."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise InvalidArgumentError(f"cannot write {str(path)!r}: directory "
+                                   f"{str(target.parent)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise InvalidArgumentError(f"cannot write {str(path)!r}: {err.strerror}") from None
+    os.close(fd)
+    try:
+        os.chmod(tmp, default_file_mode())
+        yield tmp
         replace_into(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return rows
 
 
 FEW_VALUES = 12            # a numeric column with at most this many values is drafted categorical

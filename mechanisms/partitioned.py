@@ -106,6 +106,19 @@ def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_
                 sep: str) -> tuple[str, int]:
     """In a worker: draw, decode and write one partition; (its file name, its rows)."""
     csv = not is_parquet(path)       # Parquet keeps the labels as sample() has them
+    plan = None
+    if csv:
+        from dpcore.codecsv import csv_plan
+        plan = csv_plan(sampler.schema, missing_token, sep)
+    if plan is not None:             # decoded and formatted in one compiled pass: same bytes
+        from dpcore.codecsv import write_codes_csv
+        from dpcore.encoding import temporary_output
+        codes = draw_rows(sampler.model, sampler.mapping, sampler.domain, rows, sampler.seed,
+                          first_block=start // _block_size())
+        with temporary_output(path) as tmp, open(tmp, "wb") as fh:
+            written = write_codes_csv(plan, [codes], fh, seed=sampler.seed, total=sampler.total,
+                                      start=start)
+        return os.path.basename(path), written
     # Parquet parts take their column types from the public schema: the same in every part
     written = write_table(sampler.frames(start, rows, categorical=csv), path,
                           missing_token=missing_token, sep=sep,

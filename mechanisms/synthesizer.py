@@ -741,6 +741,11 @@ class Synthesizer(abc.ABC):
 
     def _chunks(self, n: int | None, seed: int | None, chunk_rows: int, *,
                 categorical: bool) -> Iterator[pd.DataFrame]:
+        self._check_chunks(n, seed, chunk_rows)
+        return self._chunk_frames(n, seed, int(chunk_rows), categorical)
+
+    @staticmethod
+    def _check_chunks(n: int | None, seed: int | None, chunk_rows: int) -> None:
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) \
                 or chunk_rows < 1:
             raise InvalidArgumentError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
@@ -749,7 +754,27 @@ class Synthesizer(abc.ABC):
             raise InvalidArgumentError(f"n must be an integer >= 1, got {n!r}")
         if seed is not None:
             _check_seed(seed)
-        return self._chunk_frames(n, seed, int(chunk_rows), categorical)
+
+    def _chunk_codes(self, n: int | None, seed: int | None
+                     ) -> tuple[Iterator[np.ndarray], int | None, int]:
+        """The codes :meth:`_chunk_frames` decodes, in chunks (a sampling block at a time
+        where it draws so), with the seed and the row count it decodes them with: for a
+        schema without rules, and a synthesizer whose sample() is this class's."""
+        if seed is None and n is not None:
+            seed = self._next_sample_seed()
+        sampler = self._part_sampler(int(n), int(seed)) if n is not None else None
+        if sampler is not None:
+            from dpcore.junction_tree import SAMPLE_BLOCK
+            from .partitioned import draw_rows
+            blocks = (draw_rows(sampler.model, sampler.mapping, sampler.domain,
+                                min(SAMPLE_BLOCK, int(n) - start), sampler.seed,
+                                first_block=start // SAMPLE_BLOCK)
+                      for start in range(0, int(n), SAMPLE_BLOCK))
+            return blocks, int(seed), int(n)
+        codes = self.sample_codes(n, seed=seed)
+        # chunks of rows, as _chunk_frames slices them (a table of no rows: none)
+        return iter([codes] if len(codes) else []), \
+            seed if seed is not None else self.seed, len(codes)
 
     def _chunk_frames(self, n: int | None, seed: int | None, chunk_rows: int,
                       categorical: bool) -> Iterator[pd.DataFrame]:
@@ -810,8 +835,21 @@ class Synthesizer(abc.ABC):
         _check_text("missing_token", missing_token)
         _check_text("sep", sep)
         csv = not is_parquet(path)
-        return write_table(self._chunks(n, seed, chunk_rows, categorical=csv), path,
-                           missing_token=missing_token, sep=sep)
+        plan = None
+        if csv and type(self).sample is Synthesizer.sample and not schema.constraints:
+            from dpcore.codecsv import csv_plan
+            self._check_chunks(n, seed, chunk_rows)      # first, as _chunks checks them
+            plan = csv_plan(schema, missing_token, sep)
+        if plan is None:
+            return write_table(self._chunks(n, seed, chunk_rows, categorical=csv), path,
+                               missing_token=missing_token, sep=sep)
+        # decoded and formatted in one compiled pass (dpcore.codecsv): the same bytes
+        from dpcore.codecsv import write_codes_csv
+        from dpcore.encoding import temporary_output
+        with temporary_output(path) as tmp:
+            chunks, decode_seed, total = self._chunk_codes(n, seed)
+            with open(tmp, "wb") as fh:
+                return write_codes_csv(plan, chunks, fh, seed=decode_seed, total=total)
 
     def write_partitioned(self, directory: str | os.PathLike, n: int | None = None, *,
                           seed: int | None = None, client: Any = None,

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dpcore/code_csv.hpp"
 #include "dpcore/csv.hpp"
 #include "dpcore/errors.hpp"
 
@@ -71,6 +72,27 @@ py::tuple block_tuple(dpcore::CsvSplit status, std::size_t row, dpcore::CsvBlock
       out.append(py::make_tuple(positions, texts));
   }
   return py::make_tuple("plain", block.rows, out);
+}
+
+// CodeCsvFormat::format for codes of the array's dtype (strides in elements).
+template <typename T>
+std::size_t format_codes(const dpcore::CodeCsvFormat& self, const py::array& codes,
+                         const std::vector<const double*>& uniform, char* out,
+                         std::size_t capacity) {
+  const auto itemsize = static_cast<py::ssize_t>(sizeof(T));
+  if (codes.strides(0) % itemsize != 0 || codes.strides(1) % itemsize != 0)
+    throw dpcore::InvalidArgument("codes must be strided in whole elements");
+  return self.format(static_cast<const T*>(codes.data()), static_cast<std::size_t>(codes.shape(0)),
+                     codes.strides(0) / itemsize, codes.strides(1) / itemsize, uniform, out,
+                     capacity);
+}
+
+std::vector<double> doubles(const py::handle& obj, const std::string& what) {
+  if (obj.is_none()) return {};
+  const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(obj);
+  if (!a || a.ndim() != 1)
+    throw dpcore::InvalidArgument(what + " must be a 1-d array of numbers");
+  return std::vector<double>(a.data(), a.data() + a.size());
 }
 
 }  // namespace
@@ -208,4 +230,89 @@ void bind_csv(py::module_& m) {
       "with labels, values are positions in them (negative: the missing text); without,\n"
       "integers (where mask is set: the missing text). Fields joined by sep, rows ended by\n"
       "eol; nothing is quoted.");
+  py::class_<dpcore::CodeCsvFormat>(
+      m, "CodeCsvFormat",
+      "Codes straight to CSV rows (dpcore.codecsv): columns is a list of (texts, lo, width),\n"
+      "one a column: a code below len(lo) is drawn, the field lo[c] + floor(u * width[c]) with\n"
+      "u the row's uniform draw (lo and width None: none drawn); any other code c is texts[c].\n"
+      "Fields are joined by sep, rows ended by eol; nothing is quoted.")
+      .def(py::init([](const py::list& columns, const std::string& sep, const std::string& eol) {
+             std::vector<dpcore::CodeFieldFormat> formats;
+             for (std::size_t j = 0; j < columns.size(); ++j) {
+               const std::string where = "column " + std::to_string(j);
+               if (!py::isinstance<py::tuple>(columns[j]) || py::len(columns[j]) != 3)
+                 raise_type_error(where + " must be a tuple (texts, lo or None, width or None)");
+               const auto item = columns[j].cast<py::tuple>();
+               if (!py::isinstance<py::list>(item[0]))
+                 raise_type_error(where + ": texts must be a list of str");
+               dpcore::CodeFieldFormat f;
+               for (const auto text : item[0].cast<py::list>()) {
+                 if (!py::isinstance<py::str>(text)) raise_type_error(where + ": texts must be str");
+                 Py_ssize_t size = 0;
+                 const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+                 if (utf8 == nullptr) {     // a lone surrogate: no UTF-8 text
+                   PyErr_Clear();
+                   throw dpcore::InvalidArgument(where + ": a text is not encodable as UTF-8");
+                 }
+                 f.texts.emplace_back(utf8, static_cast<std::size_t>(size));
+               }
+               f.lo = doubles(item[1], where + ": lo");
+               f.width = doubles(item[2], where + ": width");
+               formats.push_back(std::move(f));
+             }
+             return dpcore::CodeCsvFormat(formats, sep, eol);
+           }),
+           py::arg("columns"), py::arg("sep"), py::arg("eol"))
+      .def_property_readonly("max_row_bytes", &dpcore::CodeCsvFormat::max_row_bytes,
+                             "The most bytes a row takes (format needs rows x this + slack).")
+      .def_property_readonly("drawn_columns", &dpcore::CodeCsvFormat::drawn_columns)
+      .def_property_readonly_static(
+          "slack", [](const py::object&) { return dpcore::CodeCsvFormat::kSlack; })
+      .def(
+          "format",
+          [](const dpcore::CodeCsvFormat& self, const py::array& codes, const py::list& uniform,
+             const py::buffer& out) -> std::size_t {
+            if (codes.ndim() != 2 || static_cast<std::size_t>(codes.shape(1)) != self.columns())
+              throw dpcore::InvalidArgument("codes must be an N x " +
+                                            std::to_string(self.columns()) + " array");
+            const auto n = codes.shape(0);
+            std::vector<py::array_t<double>> keep;
+            std::vector<const double*> draws;
+            for (const auto u : uniform) {
+              const auto a = py::array_t<double, py::array::c_style>::ensure(u);
+              if (!a || a.ndim() != 1 || a.size() < n)
+                throw dpcore::InvalidArgument("each uniform draw array must be a 1-d float64 "
+                                              "array of at least the rows' count");
+              keep.push_back(a);
+              draws.push_back(a.data());
+            }
+            py::buffer_info info;
+            try {
+              info = out.request(true);
+            } catch (py::error_already_set&) {      // read-only (bytes, a read-only view)
+              throw dpcore::InvalidArgument("out must be a writable contiguous buffer of bytes");
+            }
+            if (info.ndim != 1 || info.itemsize != 1 || (info.size > 1 && info.strides[0] != 1))
+              throw dpcore::InvalidArgument("out must be a writable contiguous buffer of bytes");
+            char* dest = static_cast<char*>(info.ptr);
+            const auto capacity = static_cast<std::size_t>(info.size);
+            // The GIL stays held: the codes, draws and buffer are the caller's.
+            const py::dtype dtype = codes.dtype();
+            if (dtype.kind() == 'u' && dtype.itemsize() == 1)
+              return format_codes<std::uint8_t>(self, codes, draws, dest, capacity);
+            if (dtype.kind() == 'u' && dtype.itemsize() == 2)
+              return format_codes<std::uint16_t>(self, codes, draws, dest, capacity);
+            if (dtype.kind() == 'u' && dtype.itemsize() == 4)
+              return format_codes<std::uint32_t>(self, codes, draws, dest, capacity);
+            if (dtype.kind() == 'u' && dtype.itemsize() == 8)
+              return format_codes<std::uint64_t>(self, codes, draws, dest, capacity);
+            if (dtype.kind() == 'i' && dtype.itemsize() == 8)
+              return format_codes<std::int64_t>(self, codes, draws, dest, capacity);
+            raise_type_error("codes must be unsigned integers or int64, got dtype " +
+                             std::string(py::str(dtype)));
+          },
+          py::arg("codes"), py::arg("uniform"), py::arg("out"),
+          "Write the rows of `codes` (N x columns) into `out` (a writable buffer of at least\n"
+          "N x max_row_bytes + slack bytes); `uniform`: one float64 array of N draws per drawn\n"
+          "column, in column order. Returns the bytes written.");
 }

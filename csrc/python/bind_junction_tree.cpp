@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
@@ -54,6 +55,42 @@ namespace {
 
 // Records drawn column by column (dpcore::sample_columns), laid out row-major as T: the caller
 // picks the compact code type, so no n x d int64 table is ever allocated.
+// Blocks of `block` rows, block k drawn with seeds[k], into one n x d array: one workspace
+// for all blocks (its memory is allocated, and faulted in, once), each block's codes written
+// straight into its rows.
+template <typename T>
+py::array_t<T> sampled_blocks(const dpcore::CalibratedTree& c, std::int64_t n,
+                              dpcore::SampleMethod how, const std::vector<std::uint64_t>& seeds,
+                              std::int64_t block) {
+  const auto& shape = c.tree().shape();
+  for (std::size_t a = 0; a < shape.size(); ++a)
+    if (static_cast<std::uint64_t>(shape[a]) - 1 > std::numeric_limits<T>::max())
+      throw dpcore::InvalidArgument("attribute " + std::to_string(a) + " has " +
+                                    std::to_string(shape[a]) + " values: too many for the dtype");
+  (void)dpcore::record_cells(n, c.tree().num_attrs());  // before allocating
+  if (block < 1)
+    throw dpcore::InvalidArgument("block must be >= 1, got " + std::to_string(block));
+  const std::int64_t blocks = n / block + (n % block != 0);
+  if (static_cast<std::int64_t>(seeds.size()) != blocks)
+    throw dpcore::InvalidArgument(std::to_string(n) + " rows in blocks of " +
+                                  std::to_string(block) + " need " + std::to_string(blocks) +
+                                  " seeds, got " + std::to_string(seeds.size()));
+  const auto d = static_cast<std::size_t>(c.tree().num_attrs());
+  py::array_t<T> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(d)});
+  T* data = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    dpcore::SampleWorkspace workspace;
+    for (std::int64_t k = 0; k < blocks; ++k) {
+      const std::int64_t start = k * block, rows = std::min(block, n - start);
+      dpcore::columns_to_rows(dpcore::sample_columns(c, rows, how, seeds[std::size_t(k)],
+                                                     workspace),
+                              static_cast<std::size_t>(rows), data + std::size_t(start) * d);
+    }
+  }
+  return out;
+}
+
 template <typename T>
 py::array_t<T> sampled(const dpcore::CalibratedTree& c, std::int64_t n, dpcore::SampleMethod how,
                        std::uint64_t seed) {
@@ -72,6 +109,12 @@ py::array_t<T> sampled(const dpcore::CalibratedTree& c, std::int64_t n, dpcore::
                             data);
   }
   return out;
+}
+
+dpcore::SampleMethod sample_method(const std::string& method) {
+  if (method == "round") return dpcore::SampleMethod::kRound;
+  if (method == "sample") return dpcore::SampleMethod::kSample;
+  throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method + "'");
 }
 
 }  // namespace
@@ -153,14 +196,7 @@ void bind_junction_tree(py::module_& m) {
           "sample",
           [](const CalibratedTree& c, std::int64_t n, const std::string& method,
              std::uint64_t seed, const std::string& dtype) -> py::array {
-            dpcore::SampleMethod how;
-            if (method == "round")
-              how = dpcore::SampleMethod::kRound;
-            else if (method == "sample")
-              how = dpcore::SampleMethod::kSample;
-            else
-              throw dpcore::InvalidArgument("method must be 'round' or 'sample', got '" + method +
-                                            "'");
+            const dpcore::SampleMethod how = sample_method(method);
             if (dtype == "uint8") return sampled<std::uint8_t>(c, n, how, seed);
             if (dtype == "uint16") return sampled<std::uint16_t>(c, n, how, seed);
             if (dtype == "uint32") return sampled<std::uint32_t>(c, n, how, seed);
@@ -170,5 +206,22 @@ void bind_junction_tree(py::module_& m) {
           },
           py::arg("n"), py::arg("method"), py::arg("seed"), py::arg("dtype") = "int64",
           "n x num_attrs codes drawn from the model, as `dtype` (one that holds every\n"
-          "attribute's codes: checked).");
+          "attribute's codes: checked).")
+      .def(
+          "sample_blocks",
+          [](const CalibratedTree& c, std::int64_t n, const std::string& method,
+             const std::vector<std::uint64_t>& seeds, std::int64_t block,
+             const std::string& dtype) -> py::array {
+            const dpcore::SampleMethod how = sample_method(method);
+            if (dtype == "uint8") return sampled_blocks<std::uint8_t>(c, n, how, seeds, block);
+            if (dtype == "uint16") return sampled_blocks<std::uint16_t>(c, n, how, seeds, block);
+            if (dtype == "uint32") return sampled_blocks<std::uint32_t>(c, n, how, seeds, block);
+            if (dtype == "int64") return sampled_blocks<std::int64_t>(c, n, how, seeds, block);
+            throw dpcore::InvalidArgument("dtype must be 'uint8', 'uint16', 'uint32' or 'int64', "
+                                          "got '" + dtype + "'");
+          },
+          py::arg("n"), py::arg("method"), py::arg("seeds"), py::arg("block"),
+          py::arg("dtype") = "int64",
+          "n x num_attrs codes in blocks of `block` rows, block k drawn as\n"
+          "sample(rows, method, seeds[k], dtype) draws it (one seed a block), into one array.");
 }

@@ -144,17 +144,27 @@ std::uint64_t record_cells(std::int64_t n, std::int64_t width) {
 
 namespace {
 
+std::vector<std::int32_t>* working(SampleWorkspace& ws, std::int32_t) { return ws.small; }
+std::vector<std::int64_t>* working(SampleWorkspace& ws, std::int64_t) { return ws.large; }
+
 // sample_columns' draws with working arrays of I (row numbers, cells and separator keys).
 template <class I>
 void draw_columns(const CalibratedTree& model, std::size_t rows, SampleMethod method,
-                  std::uint64_t seed, std::vector<std::vector<std::int32_t>>& column) {
+                  std::uint64_t seed, SampleWorkspace& ws, std::vector<char>& drawn) {
   const JunctionTree& t = model.tree();
   Rng rng(seed);
   // A column per attribute: a separator's key reads its columns in order and a group's draws
   // land in `grouped` in order, so the only scattered accesses are into n-long arrays, not
-  // across a row-major n x d table (a cache miss per write there).
-  std::vector<I> rows_by_group(rows), grouped(rows), cell_of_row(rows), key(rows);
-  std::vector<std::int64_t> group_start;
+  // across a row-major n x d table (a cache miss per write there). Every element of the
+  // working arrays is written before it is read, so reused ones need no clearing.
+  std::vector<I>* w = working(ws, I{});
+  for (int k = 0; k < 4; ++k) w[k].resize(rows);
+  std::vector<I>& rows_by_group = w[0];
+  std::vector<I>& grouped = w[1];
+  std::vector<I>& cell_of_row = w[2];
+  std::vector<I>& key = w[3];
+  std::vector<std::vector<std::int32_t>>& column = ws.column;
+  std::vector<std::int64_t>& group_start = ws.group_start;
   for (int c : t.order()) {
     const auto& sep = t.separator(c);
     std::vector<AttrId> fresh;
@@ -199,13 +209,13 @@ void draw_columns(const CalibratedTree& model, std::size_t rows, SampleMethod me
       cell_of_row[std::size_t(rows_by_group[k])] = grouped[k];
     if (fresh.size() == 1) {        // the common case (a tree of pairs): no division
       std::vector<std::int32_t>& codes = column[std::size_t(fresh[0])];
-      codes.resize(rows);
+      drawn[std::size_t(fresh[0])] = 1;
       for (std::size_t r = 0; r < rows; ++r) codes[r] = static_cast<std::int32_t>(cell_of_row[r]);
       continue;
     }
     for (std::size_t j = fresh.size(); j-- > 0;) {   // the last attribute varies fastest
       std::vector<std::int32_t>& codes = column[std::size_t(fresh[j])];
-      codes.resize(rows);
+      drawn[std::size_t(fresh[j])] = 1;
       const std::int64_t size = fresh_shape[j];
       for (std::size_t r = 0; r < rows; ++r) {
         codes[r] = static_cast<std::int32_t>(cell_of_row[r] % size);
@@ -221,6 +231,15 @@ void draw_columns(const CalibratedTree& model, std::size_t rows, SampleMethod me
 std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& model,
                                                       std::int64_t n, SampleMethod method,
                                                       std::uint64_t seed) {
+  SampleWorkspace ws;
+  sample_columns(model, n, method, seed, ws);
+  return std::move(ws.column);
+}
+
+const std::vector<std::vector<std::int32_t>>& sample_columns(const CalibratedTree& model,
+                                                             std::int64_t n, SampleMethod method,
+                                                             std::uint64_t seed,
+                                                             SampleWorkspace& ws) {
   const JunctionTree& t = model.tree();
   (void)record_cells(n, t.num_attrs());
   const auto d = static_cast<std::size_t>(t.num_attrs());
@@ -230,7 +249,9 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
                             std::to_string(a) + " has " +
                             std::to_string(t.shape_of({AttrId(a)})[0]));
   const auto rows = static_cast<std::size_t>(n);
-  std::vector<std::vector<std::int32_t>> column(d);
+  std::vector<std::vector<std::int32_t>>& column = ws.column;
+  column.resize(d);
+  for (auto& codes : column) codes.resize(rows);     // within the capacity of earlier blocks
   if (rows == 0) return column;
   // int32 working arrays when row numbers, every clique's separator cells (keys) and its
   // new cells fit: the same draws, half the bytes moved by the scatters and shuffles
@@ -244,12 +265,13 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
     }
     small = cells <= kInt32;
   }
+  std::vector<char> drawn(d, 0);
   if (small)
-    draw_columns<std::int32_t>(model, rows, method, seed, column);
+    draw_columns<std::int32_t>(model, rows, method, seed, ws, drawn);
   else
-    draw_columns<std::int64_t>(model, rows, method, seed, column);
-  for (auto& codes : column)
-    if (codes.empty()) codes.assign(rows, 0);   // an attribute in no clique (none in a JT)
+    draw_columns<std::int64_t>(model, rows, method, seed, ws, drawn);
+  for (std::size_t a = 0; a < d; ++a)     // an attribute in no clique (none in a JT): code 0
+    if (!drawn[a]) std::fill(column[a].begin(), column[a].end(), 0);
   return column;
 }
 

@@ -185,6 +185,15 @@ static void test_columns_are_the_reference_rows() {
             CHECK(col[j][r] == rec[r * 4 + j]);
       }
   CHECK(sample_columns(cal, 0, SampleMethod::kRound, 1).size() == 4);
+  // one workspace reused over blocks that shrink and grow: each block's draws are a fresh
+  // call's (nothing left over from an earlier, longer block)
+  SampleWorkspace workspace;
+  std::uint64_t seed = 5;
+  for (std::int64_t n : {3000, 7, 3000, 1, 0, 50, 2999})
+    for (SampleMethod how : {SampleMethod::kRound, SampleMethod::kSample}) {
+      const auto& reused = sample_columns(cal, n, how, ++seed, workspace);
+      CHECK(reused == sample_columns(cal, n, how, seed));
+    }
 }
 
 // Rng::below skips the rejection threshold's division for outputs >= bound; its draws must be

@@ -165,6 +165,17 @@ def _check_sample(model, n, method, seed, dtype="int64"):
         assert np.array_equal(out.astype(np.int64), again)
 
 
+def _check_sample_blocks(model, n, method, seeds, block, dtype="int64"):
+    out = call(model.sample_blocks, n, method, seeds, block, dtype)
+    if out is not None:     # block k is sample(rows, method, seeds[k]) (same dtype)
+        assert out.shape == (n, len(model.tree.shape)) and out.dtype == np.dtype(dtype)
+        assert len(seeds) == -(-n // block)
+        for k, s in enumerate(seeds):
+            rows = min(block, n - k * block)
+            assert np.array_equal(out[k * block:k * block + rows], model.sample(rows, method, s,
+                                                                                 dtype))
+
+
 def _check_split_csv(data, sep, columns):
     out = call(_core.split_csv, data, sep, columns)
     if out is not None:
@@ -216,6 +227,23 @@ def _check_format_csv(columns, sep, eol, missing):
                     fields.append(missing if v < 0 else labels[v])
             lines.append(sep.join(fields) + eol)
         assert out == "".join(lines).encode("utf-8")
+
+
+# Two columns: codes 0..1 drawn in [0, 0] and [-2, 0], code 2 "m"; then "a", "bé", "".
+_CODE_FORMAT = _core.CodeCsvFormat([(["", "", "m"], np.array([0.0, -2.0]), np.array([1.0, 3.0])),
+                                    (["a", "bé", ""], None, None)], ",", "\n")
+
+
+def _check_format_codes(codes, uniform, size):
+    out = bytearray(size) if isinstance(size, int) and 0 <= size < 1 << 20 else size
+    got = call(_CODE_FORMAT.format, codes, uniform, out)
+    if got is not None:     # the rows a plain Python formatter makes of the same codes
+        lines = []
+        for r, (c, d) in enumerate(np.asarray(codes).tolist()):
+            first = "m" if c == 2 else str(int([0.0, -2.0][c] + math.floor(
+                float(uniform[0][r]) * [1.0, 3.0][c])))
+            lines.append(f"{first},{['a', 'bé', ''][d]}\n")
+        assert bytes(out[:got]) == "".join(lines).encode("utf-8")
 
 
 def _check_project(model, attrs):
@@ -299,6 +327,12 @@ CASES = {
         either(st.sampled_from(["round", "sample", "other"])),
         either(st.integers(0, 2**64 - 1)),
         st.sampled_from(["int64", "uint8", "uint16", "uint32", "int8", "float64"])),
+    "CalibratedTree.sample_blocks": st.builds(
+        lambda m, n, how, s, b, t: lambda: _check_sample_blocks(m, n, how, s, b, t),
+        calibrated_trees(), either(st.integers(-2, 40)),
+        either(st.sampled_from(["round", "sample", "other"])),
+        either(st.lists(st.integers(0, 2**64 - 1), max_size=6)), either(st.integers(-1, 12)),
+        st.sampled_from(["int64", "uint8", "uint16", "uint32", "int8"])),
     "split_csv": st.builds(
         lambda d, sep, k: lambda: _check_split_csv(d, sep, k),
         either(st.binary(max_size=40) | st.text(alphabet="ab,;\n\r\"é", max_size=30).map(
@@ -324,6 +358,21 @@ CASES = {
             st.one_of(st.none(), st.just(np.array([True, False]))))), max_size=3)),
         either(st.sampled_from([",", ";;", ""])), either(st.sampled_from(["\n", "\r\n"])),
         either(st.text(max_size=2))),
+    "CodeCsvFormat": st.builds(
+        lambda c, sep, eol: lambda: call(_core.CodeCsvFormat, c, sep, eol),
+        either(st.lists(either(st.tuples(
+            either(st.lists(st.text(max_size=3), max_size=4)),
+            st.one_of(st.none(), hostile_arrays(), st.just(np.array([0.0, -2.0]))),
+            st.one_of(st.none(), hostile_arrays(), st.just(np.array([1.0, 3.0]))))),
+            max_size=3)),
+        either(st.sampled_from([",", ";;", ""])), either(st.sampled_from(["\n", "\r\n"]))),
+    "CodeCsvFormat.format": st.builds(
+        lambda codes, uniform, size: lambda: _check_format_codes(codes, uniform, size),
+        st.one_of(records(), HOSTILE), either(st.lists(hostile_arrays(), max_size=2)),
+        either(st.integers(0, 400))),
+    "CodeCsvFormat.properties": st.builds(
+        lambda: lambda: (_CODE_FORMAT.max_row_bytes, _CODE_FORMAT.drawn_columns,
+                         _CODE_FORMAT.slack)),
     "CalibratedTree.properties": st.builds(
         lambda m: lambda: (m.tree, m.log_partition, m.beliefs), calibrated_trees()),
     "Calibrator": st.builds(lambda t, p, q: lambda: call(_core.Calibrator, t, p, q),

@@ -398,12 +398,17 @@ def test_schema_infer_never_replaces_its_data_or_an_existing_file(work, capsys):
 
 
 # ------------------------------------------------------------------ no debris
+@pytest.mark.parametrize("writer", ["pandas", "compiled"])
 @pytest.mark.parametrize("interrupt, status", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_interrupted_write_leaves_no_temporaries(work, capsys, monkeypatch, interrupt, status):
+def test_interrupted_write_leaves_no_temporaries(work, capsys, monkeypatch, interrupt, status,
+                                                 writer):
     import os
     import signal
 
     import pandas as pd
+
+    import dpcore.codecsv
+    import dpcore.encoding
 
     real = pd.DataFrame.to_csv
 
@@ -412,9 +417,18 @@ def test_interrupted_write_leaves_no_temporaries(work, capsys, monkeypatch, inte
         assert any(p.name.endswith(".tmp") for p in work.iterdir())
         os.kill(os.getpid(), getattr(signal, interrupt))
 
-    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
-    import dpcore.encoding
-    monkeypatch.setattr(dpcore.encoding, "_plain_csv", lambda *a, **k: None)  # pandas writes
+    def compiled(plan, chunks, fh, **kwargs):
+        fh.write(plan.header)                       # a partial temporary file exists now
+        fh.flush()
+        assert any(p.name.endswith(".tmp") for p in work.iterdir())
+        os.kill(os.getpid(), getattr(signal, interrupt))
+
+    if writer == "pandas":
+        monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+        monkeypatch.setattr(dpcore.codecsv, "csv_plan", lambda *a, **k: None)
+        monkeypatch.setattr(dpcore.encoding, "_plain_csv", lambda *a, **k: None)  # pandas writes
+    else:
+        monkeypatch.setattr(dpcore.codecsv, "write_codes_csv", compiled)
     code, err = run(synth_args(work), capsys)
     assert code == status and err.splitlines()[-1] in ("dpcore: interrupted", "dpcore: terminated")
     assert sorted(p.name for p in work.iterdir()) == ["data.csv", "ledger.json", "schema.json"]

@@ -367,3 +367,43 @@ def test_a_later_pass_encoding_error_leaves_no_data_facts_in_the_ledger(data, tm
     text = ledger.read_text()
     assert "EncodingError" in text and "failed" in text
     assert "1234" not in text and "secret-value" not in text and "'age'" not in text
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "none"])
+@pytest.mark.parametrize("block", [100, 1 << 20])
+def test_the_block_reader_hashes_the_bytes_it_reads(data, tmp_path, monkeypatch, ending, block):
+    """read_and_hash over the block reader: the file's SHA-256 from the bytes as they were
+    read (header, every block, a last line without its end), without a second pass."""
+    import dpcore.counted as counted
+    path, schema = data
+    text = path.read_text().splitlines()[:200]
+    raw = (ending if ending != "none" else "\n").join(text) + (ending if ending != "none" else "")
+    target = tmp_path / "t.csv"
+    target.write_bytes(raw.encode())
+    _small_blocks(monkeypatch, block)
+    monkeypatch.setattr(counted, "file_sha256", lambda p: pytest.fail("a second pass"))
+    codes, digest = counted.read_and_hash(target, lambda: read_codes(target, schema))
+    assert digest == hashlib.sha256(raw.encode()).hexdigest()
+    assert len(codes) == 199
+
+
+def test_a_pass_that_did_not_read_the_whole_file_is_hashed_again(data, tmp_path, monkeypatch):
+    """A reader stopped early, a quoted file read by pandas (not the block reader), or a file
+    read and then another: the digest is still the file's, from a second pass."""
+    import dpcore.counted as counted
+    path, schema = data
+    _small_blocks(monkeypatch, 5000)
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    calls = []
+    real = counted.file_sha256
+    monkeypatch.setattr(counted, "file_sha256", lambda p: calls.append(p) or real(p))
+    first, digest = counted.read_and_hash(path, lambda: next(iter_codes(path, schema)))
+    assert digest == expected and len(calls) == 1 and len(first) < ROWS
+    quoted = _quoted_late(path, tmp_path / "q.csv", 2)
+    _, digest = counted.read_and_hash(quoted, lambda: read_codes(quoted, schema))
+    assert digest == hashlib.sha256(quoted.read_bytes()).hexdigest() and len(calls) == 2
+    # another file read inside the pass does not feed this file's digest
+    _, digest = counted.read_and_hash(path, lambda: read_codes(quoted, schema))
+    assert digest == expected and len(calls) == 3
+    with open(path, "rb") as fh:
+        assert counted.digest_for(fh) is None                # outside read_and_hash

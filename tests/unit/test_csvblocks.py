@@ -98,3 +98,41 @@ def test_block_codes_are_the_frames_codes_and_errors(tmp_path, monkeypatch, keep
             parts.append(encode_frame(frame, schema, row_offset=offset))
             offset += len(frame)
         assert np.concatenate(parts).tolist() == want
+
+
+@pytest.mark.parametrize("guess", [0, 1, 37, 100, 199, 200, 201, 5000, None])
+@pytest.mark.parametrize("block_bytes", [8, 64, 1 << 20])
+def test_read_codes_gathers_the_blocks_whatever_the_row_guess(tmp_path, monkeypatch, guess,
+                                                              block_bytes):
+    """read_codes copies the blocks into one array sized by a guess of the row count: a guess
+    too small (the rest concatenated), exact or too large gives the blocks' rows in order,
+    and the result owns or views only what it needs."""
+    import numpy as np
+    from dpcore import encoding
+    from dpcore.schema import Schema
+    schema = Schema.from_dict(SCHEMA)
+    rng = np.random.default_rng(2)
+    rows = [(str(rng.choice(["a", "b", "c", "d", "", "NA"])), str(int(rng.integers(0, 900))))
+            for _ in range(200)]
+    path = tmp_path / "t.csv"
+    path.write_bytes(_text(rows))
+    monkeypatch.setattr(csvblocks, "CSV_BLOCK_BYTES", block_bytes)
+    want = np.concatenate(list(encoding.iter_codes(path, schema)))
+    if guess is not None:
+        monkeypatch.setattr(encoding, "_row_guess", lambda _: guess)
+    else:
+        assert encoding._row_guess(path) >= 200      # the real guess: ~10% above the lines
+    got = encoding.read_codes(path, schema)
+    assert got.dtype == want.dtype and got.shape == want.shape == (200, 2)
+    assert got.tolist() == want.tolist()
+    assert got.base is None or got.base.shape[0] == 200   # a small table: no big block held
+
+
+def test_row_guess_is_zero_where_it_cannot_tell(tmp_path):
+    from dpcore.encoding import _row_guess
+    assert _row_guess(tmp_path / "missing.csv") == 0
+    (tmp_path / "empty.csv").write_bytes(b"")
+    assert _row_guess(tmp_path / "empty.csv") == 0
+    (tmp_path / "t.parquet").write_bytes(b"x\n" * 10)
+    assert _row_guess(tmp_path / "t.parquet") == 0
+    assert _row_guess(tmp_path) == 0

@@ -64,6 +64,23 @@ std::vector<std::vector<std::int32_t>> sample_columns(const CalibratedTree& mode
                                                       std::int64_t n, SampleMethod method,
                                                       std::uint64_t seed);
 
+/// Memory sample_columns() reuses from one call to the next: drawing many blocks of rows with
+/// one workspace sizes its n-long working arrays and columns once, instead of allocating them
+/// (and having the kernel zero fresh pages for them) for every block.
+struct SampleWorkspace {
+  std::vector<std::int32_t> small[4];    // row numbers, cells, keys (int32 where they fit)
+  std::vector<std::int64_t> large[4];    // the same, for tables past 2^31 - 1 cells or rows
+  std::vector<std::int64_t> group_start;
+  std::vector<std::vector<std::int32_t>> column;
+};
+
+/// sample_columns() into `workspace` (its columns: valid until its next use). The draws are
+/// those of sample_columns(model, n, method, seed).
+const std::vector<std::vector<std::int32_t>>& sample_columns(const CalibratedTree& model,
+                                                             std::int64_t n, SampleMethod method,
+                                                             std::uint64_t seed,
+                                                             SampleWorkspace& workspace);
+
 /// sample_columns()' codes laid out row-major (n x columns.size()) into `out`, as T (a type
 /// that holds every code: the caller checks).
 template <typename T>

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpcore/domain.hpp"
 #include "dpcore/errors.hpp"
 #include "dpcore/junction_tree.hpp"
 #include "dpcore/sampling.hpp"
@@ -162,6 +163,10 @@ void bind_junction_tree(py::module_& m) {
                                             std::to_string(starts.size()) + " for " +
                                             std::to_string(attrs_list.size()));
             if (size < 0) throw dpcore::InvalidArgument("size must be >= 0, got " + std::to_string(size));
+            if (std::uint64_t(size) > dpcore::max_table_cells())
+              throw dpcore::TableTooLarge("size must be at most " +
+                                          std::to_string(dpcore::max_table_cells()) +
+                                          " cells, got " + std::to_string(size));
             // each query's cells, and the queries by start: they must fit and not overlap
             const JunctionTree& tree = c.tree();
             std::vector<std::int64_t> cells(attrs_list.size());

@@ -79,6 +79,10 @@ class CalibratedTree:
     def project_many(
         self, attrs_list: Sequence[Sequence[int]], by_source: bool = False
     ) -> list[npt.NDArray[np.float64]]: ...
+    def project_flat(
+        self, attrs_list: Sequence[Sequence[int]], by_source: bool, starts: Sequence[int],
+        size: int
+    ) -> npt.NDArray[np.float64]: ...
     def sample(
         self, n: int, method: str, seed: int, dtype: str = "int64"
     ) -> npt.NDArray[Any]: ...

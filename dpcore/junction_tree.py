@@ -250,6 +250,15 @@ class CalibratedTree:
         return self._core.project_many([ids for ids, _ in _query_many(self.tree, attrs_list, False)],
                                        bool(by_source))
 
+    def project_flat(self, attrs_list: Sequence[Sequence[str]], starts, size: int, *,
+                     by_source: bool = False) -> np.ndarray:
+        """One flat vector of ``size`` cells holding each query's :meth:`project_arrays` values
+        (row-major) from ``starts[i]``, zeros elsewhere (the queries' cells must fit and not
+        overlap: InvalidArgumentError). The same numbers as project_arrays, without an array
+        object a query."""
+        ids = [ids for ids, _ in _query_many(self.tree, attrs_list, False)]
+        return self._core.project_flat(ids, bool(by_source), [int(s) for s in starts], int(size))
+
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
         """``n`` records (n x d codes in the smallest unsigned dtype that holds them,
         :func:`dpcore.schema.code_dtype`; domain order) drawn from the model.

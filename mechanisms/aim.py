@@ -114,7 +114,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     zero_cells = np.zeros(max(cell_list, default=0))   # read only: the cells of a candidate left out
     all_weights = np.array([weights[r] for r in candidates], dtype=np.float64)
     # JT-SIZE of the model each candidate's base would make, with the rule cliques it holds
-    jt_sizes = JTSizes(model_domain, [bases[r] for r in candidates])
+    all_bases = [bases[r] for r in candidates]
+    jt_sizes = JTSizes(model_domain, all_bases)
     for clique in fixed:
         jt_sizes.add(clique)
     # The plan checked the first round on the data's columns; the model also holds the rule
@@ -164,15 +165,22 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         fits = np.array(jt_sizes.sizes_mb()) <= limit
         live = np.flatnonzero(fits)
         pool = [candidates[i] for i in live.tolist()]
-        references = project(model, pool)
         w = all_weights[live]
         before = curator.privacy_filter.spent
         # The pool as a subset of the fixed candidate list (Curator.select's `among`: the list
         # is checked and its cells read once). Only the pool competes; the others' cells get a
         # zero reference, scored inside the curator (after the charge) but never drawn.
-        if live.size == len(candidates):
+        if live.size == len(candidates) and not derived:
+            # every candidate: the model's marginals in one vector (project's numbers, bit for
+            # bit), each candidate's reference a view of it; a view keeps the vector alive,
+            # but a round like this replaces every candidate's last reference
+            flat, starts = model.project_flat(all_bases, by_source=True)
+            references = [flat[s:s + n] for s, n in zip(starts.tolist(), cell_list)]
+        elif live.size == len(candidates):
+            references = project(model, pool)
             flat = np.concatenate(references)
         else:   # in list order, views of one zero buffer between (a third cheaper than a mask)
+            references = project(model, pool)
             given = iter(references)
             flat = np.concatenate([next(given) if f else zero_cells[:n]
                                    for f, n in zip(fits.tolist(), cell_list)])

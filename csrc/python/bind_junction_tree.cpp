@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpcore/domain.hpp"
 #include "dpcore/errors.hpp"
 #include "dpcore/junction_tree.hpp"
 #include "dpcore/sampling.hpp"
@@ -192,6 +193,65 @@ void bind_junction_tree(py::module_& m) {
             return out;
           },
           py::arg("attrs_list"), py::arg("by_source") = false)
+      .def(
+          "project_flat",
+          [](const CalibratedTree& c, const std::vector<std::vector<AttrId>>& attrs_list,
+             bool by_source, const std::vector<std::int64_t>& starts, std::int64_t size) {
+            // project_many's marginals written into one zeroed flat vector of `size` cells,
+            // query i's (row-major) from starts[i]: the caller's list of many small queries
+            // gets one array, not one array object (and one copy) a query
+            if (starts.size() != attrs_list.size())
+              throw dpcore::InvalidArgument("starts must hold one offset per query, got " +
+                                            std::to_string(starts.size()) + " for " +
+                                            std::to_string(attrs_list.size()));
+            if (size < 0) throw dpcore::InvalidArgument("size must be >= 0, got " + std::to_string(size));
+            if (std::uint64_t(size) > dpcore::max_table_cells())
+              throw dpcore::TableTooLarge("size must be at most " +
+                                          std::to_string(dpcore::max_table_cells()) +
+                                          " cells, got " + std::to_string(size));
+            // each query's cells, and the queries by start: they must fit and not overlap
+            const JunctionTree& tree = c.tree();
+            std::vector<std::int64_t> cells(attrs_list.size());
+            for (std::size_t i = 0; i < attrs_list.size(); ++i) {
+              dpcore::check_attr_ids(attrs_list[i], tree.num_attrs(), "query");
+              double n = 1.0;
+              for (std::int64_t e : tree.shape_of(attrs_list[i])) n *= double(e);
+              if (n > double(size))
+                throw dpcore::InvalidArgument("query " + std::to_string(i) + " must fit in " +
+                                              std::to_string(size) + " cells");
+              cells[i] = std::int64_t(n);
+            }
+            std::vector<std::size_t> by_start(attrs_list.size());
+            for (std::size_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+            std::sort(by_start.begin(), by_start.end(),
+                      [&](std::size_t x, std::size_t y) { return starts[x] < starts[y]; });
+            std::int64_t end = 0;
+            for (std::size_t i : by_start) {
+              if (starts[i] < end || starts[i] > size - cells[i])
+                throw dpcore::InvalidArgument(
+                    "query " + std::to_string(i) + "'s " + std::to_string(cells[i]) +
+                    " cells must fit from " + std::to_string(starts[i]) + " in " +
+                    std::to_string(size) + " cells without overlapping another's");
+              end = starts[i] + cells[i];
+            }
+            py::array_t<double> out(size);
+            double* data = out.mutable_data();
+            {
+              py::gil_scoped_release release;
+              const std::vector<Factor> fs = c.project_many(attrs_list, by_source);
+              std::int64_t at = 0;  // zeros between the queries' cells
+              for (std::size_t i : by_start) {
+                std::fill(data + at, data + starts[i], 0.0);
+                std::copy(fs[i].values().begin(), fs[i].values().end(), data + starts[i]);
+                at = starts[i] + cells[i];
+              }
+              std::fill(data + at, data + size, 0.0);
+            }
+            return out;
+          },
+          py::arg("attrs_list"), py::arg("by_source"), py::arg("starts"), py::arg("size"),
+          "project_many's marginals in one flat vector of `size` cells (zeros elsewhere),\n"
+          "query i's from starts[i].")
       .def(
           "sample",
           [](const CalibratedTree& c, std::int64_t n, const std::string& method,

@@ -288,6 +288,10 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
     if (!by_source[std::size_t(a)].empty()) sources.push_back(a);
 
   SharedReductions reductions(beliefs, share);
+  // 1 / P(S) of every separator, once per call (each pass crossing a clique needed it)
+  std::vector<Factor> inverses(k);
+  for (std::size_t c = 0; c < k; ++c)
+    if (t.parent(int(c)) >= 0) inverses[c] = inverse(separators[c]);
   auto pass = [&](AttrId a) {
     const std::vector<Target>& targets = by_source[std::size_t(a)];
     const int h = home_of(a);
@@ -325,12 +329,19 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
         // the separator marginal is stored on whichever end is the child in the tree's rooting
         const int child = t.parent(c) == p ? c : p;
         Factor conditional = with_a(p, t.separator(child));
-        conditional.multiply_inplace(inverse(separators[std::size_t(child)]));
+        conditional.multiply_inplace(inverses[std::size_t(child)]);
         given[std::size_t(c)] = std::move(conditional);
       }
       for (const Target* g : reads[std::size_t(c)]) {
         const std::vector<AttrId>& q = attrs_list[g->index];
-        Factor m = with_a(c, q).project(q);
+        Factor m = with_a(c, q);
+        if (m.attrs() == q) {
+          // project(q) onto its own axes: each cell 0.0 + x (the same number, and a -0.0
+          // made +0.0 as the sum from zero does), without a new table
+          for (double& v : m.values()) v = 0.0 + v;
+        } else {
+          m = m.project(q);
+        }
         const double total = m.sum();
         if (total > 0.0) m.multiply_scalar(1.0 / total);
         (*out)[g->index] = std::move(m);

@@ -113,6 +113,19 @@ def _check_parent(tree, c):
         assert got is None  # out of range: refused, never garbage
 
 
+def _check_project_flat(tree, attrs_list, by_source, starts, size):
+    out = call(tree.project_flat, attrs_list, by_source, starts, size)
+    if out is not None:   # every query in its place, zeros elsewhere
+        want = tree.project_many(attrs_list, bool(by_source))
+        assert out.shape == (size,)
+        seen = np.zeros(size, dtype=bool)
+        for s, v in zip(starts, want):
+            np.testing.assert_array_equal(out[s:s + v.size], v.ravel())
+            assert not seen[s:s + v.size].any()
+            seen[s:s + v.size] = True
+        assert not out[~seen].any()
+
+
 def _check_sample_group(p, m, method, seed):
     out = call(_core.sample_group, p, m, method, seed)
     if out is not None:
@@ -321,6 +334,11 @@ CASES = {
     "CalibratedTree.project_many": st.builds(
         lambda m, a: lambda: call(m.project_many, a), calibrated_trees(),
         either(st.lists(id_lists, max_size=3))),
+    "CalibratedTree.project_flat": st.builds(
+        lambda m, a, b, s, n: lambda: _check_project_flat(m, a, b, s, n), calibrated_trees(),
+        either(st.lists(id_lists, max_size=3)), either(st.booleans()),
+        either(st.lists(st.integers(-2, 40) | st.sampled_from(HUGE_INTS), max_size=3)),
+        either(st.integers(-2, 80) | st.sampled_from(HUGE_INTS))),
     "CalibratedTree.sample": st.builds(
         lambda m, n, how, s, t: lambda: _check_sample(m, n, how, s, t), calibrated_trees(),
         either(st.integers(-2, 40) | st.sampled_from(HUGE_INTS)),

@@ -90,10 +90,11 @@ def test_aim_jt_sizes_cache_equals_the_recomputed_sizes_after_every_measurement(
         assert cache.sizes_mb() == fresh
 
 
-def greedy_cliques(domain, cliques):
+def greedy_cliques(domain, cliques, cells_type=int):
     """The junction tree's cliques by brute force: eliminate the attribute whose clique (it and
     its remaining neighbours) has the fewest cells, lowest index first; keep the elimination
-    cliques that no other one contains."""
+    cliques that no other one contains. ``cells_type=float``: cells as the compiled core
+    counts them (doubles, multiplied in index order, so past 2**1024 they are all inf and tie)."""
     d = len(domain.attrs)
     nbr = {v: set() for v in range(d)}
     for c in cliques:
@@ -104,9 +105,9 @@ def greedy_cliques(domain, cliques):
     left, elim = set(range(d)), []
 
     def cells(v):
-        out = domain.shape[v]
-        for u in nbr[v] & left:
-            out *= domain.shape[u]
+        out = cells_type(domain.shape[v])
+        for u in sorted(nbr[v] & left):
+            out *= cells_type(domain.shape[u])
         return out
     while left:
         v = min(sorted(left), key=cells)
@@ -128,3 +129,39 @@ def test_tree_cliques_are_the_maximal_greedy_elimination_cliques(case):
     domain, base, candidates = case
     for cliques in (base, list(base) + candidates[:1]):
         assert sorted(JunctionTree(domain, cliques).cliques) == greedy_cliques(domain, cliques)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(8, 40), st.data())
+def test_greedy_order_breaks_ties_by_index_when_cells_overflow_to_inf(d, data):
+    # The elimination keeps its next attribute in a tournament tree (not a scan); with huge
+    # sizes many cliques' cells are inf and tie, and the lowest index must still go first —
+    # also against the eliminated attributes, whose entries sort after every inf.
+    shape = tuple(data.draw(st.lists(st.sampled_from([1, 3, 2**40, 2**50]), min_size=d, max_size=d)))
+    domain = Domain(tuple(f"x{i}" for i in range(d)), shape)
+    big = st.lists(st.sampled_from(domain.attrs), min_size=1, max_size=d, unique=True).map(tuple)
+    base = data.draw(st.lists(big, max_size=4))
+    tree = JunctionTree(domain, base)
+    assert sorted(tree.cliques) == greedy_cliques(domain, base, float)
+    candidates = data.draw(st.lists(big, min_size=1, max_size=6))
+    # sizes past 2**1024 are inf, which the Python size_mb cannot give: the core's own
+    fresh = [JunctionTree(domain, list(base) + [c])._core.size_mb for c in candidates]
+    assert tree.hypothetical_sizes_mb(candidates) == fresh
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([6, 12, 30, 70]), st.data())
+def test_a_candidate_inside_a_clique_of_the_tree_has_the_trees_size(d, data):
+    # hypothetical_sizes_mb answers a candidate whose new edges are all fill edges of the base
+    # run (it lies in one of the tree's cliques) with the tree's own size, without a run.
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
+    domain = Domain(tuple(f"x{i}" for i in range(d)), shape)
+    pick = st.lists(st.sampled_from(domain.attrs), min_size=2, max_size=3, unique=True).map(tuple)
+    base = data.draw(st.lists(pick, min_size=1, max_size=2 * d))
+    tree = JunctionTree(domain, base)
+    inside = [c for clique in tree.cliques for c in itertools.combinations(clique, 2)]
+    candidates = data.draw(st.lists(st.sampled_from(inside), max_size=10)) if inside else []
+    candidates += data.draw(st.lists(pick, max_size=10))
+    assert tree.hypothetical_sizes_mb(candidates) == [
+        JunctionTree(domain, list(base) + [c]).size_mb for c in candidates]
+    assert all(tree.hypothetical_size_mb([c]) == tree.size_mb for c in inside[:20])

@@ -199,3 +199,50 @@ def test_find_roots_is_the_definition():
             assert owner[frozenset(q)] == next(r for r in ordered if set(q) <= set(r))
 
     check()
+
+
+def test_project_flat_is_project_values_concatenated_bit_for_bit():
+    """project_flat (one compiled call writing the roots in place, one scaling, the others
+    filled from the roots) against project_values, over random lists with repeats, contained
+    and transposed queries, the empty query and strings; the remembered layout against a
+    fresh one (lists asked again, anew, and of a model on another domain)."""
+    from hypothesis import given, settings, strategies as st
+    domain, model = small_model(2)
+    other = estimate(Domain(("a", "b", "c", "d"), (2, 5, 3, 2)),
+                     [Measurement(("a", "b"), np.arange(10.0) + 1, 1.0)], max_iters=20).model
+    attrs = st.lists(st.sampled_from(domain.attrs), min_size=0, max_size=4, unique=True).map(tuple)
+    query = st.one_of(attrs, st.sampled_from(domain.attrs))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(query, min_size=1, max_size=14), st.booleans())
+    def check(queries, by_source):
+        for m in (model, other, model):
+            want = m.project_values(queries, by_source=by_source)
+            for again in (queries, list(queries)):
+                flat, starts = m.project_flat(again, by_source=by_source)
+                assert flat.dtype == np.float64 and flat.shape == (sum(v.size for v in want),)
+                assert starts.tolist() == np.cumsum([0] + [v.size for v in want])[:-1].tolist()
+                np.testing.assert_array_equal(flat, np.concatenate(want))
+                assert not starts.flags.writeable
+
+    check()
+
+
+def test_calibrated_project_flat_places_each_query_and_refuses_overlaps():
+    domain, model = small_model(1)
+    tree = model.calibrated
+    queries = [("a", "b"), ("d",), ("c", "a")]
+    want = tree.project_arrays(queries)
+    flat = tree.project_flat(queries, [20, 0, 3], 40)      # 6, 2 and 12 cells; zeros between
+    np.testing.assert_array_equal(flat[20:26], want[0].ravel())
+    np.testing.assert_array_equal(flat[0:2], want[1].ravel())
+    np.testing.assert_array_equal(flat[3:15], want[2].ravel())
+    assert flat[2] == 0 and not flat[15:20].any() and not flat[26:].any()
+    with pytest.raises(InvalidArgumentError, match="overlapping"):
+        tree.project_flat(queries, [0, 5, 6], 40)          # (a, b) holds cells 0-5
+    with pytest.raises(InvalidArgumentError, match="fit"):
+        tree.project_flat(queries, [0, 6, 30], 40)          # (c, a) needs 12 cells from 30
+    with pytest.raises(InvalidArgumentError, match="one offset per query"):
+        tree.project_flat(queries, [0, 6], 40)
+    with pytest.raises(InvalidArgumentError, match="size must be >= 0"):
+        tree.project_flat(queries, [0, 6, 8], -1)

@@ -117,9 +117,14 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
       const auto code = static_cast<std::uint64_t>(raw);
       if (code < c.drawn) {
         const std::size_t b = c.bin + std::size_t(code);
+        // the row budget holds a value in [lo, lo + width]: a draw outside [0, 1) (or NaN)
+        // would write past it
+        const double u = uniform[c.draw][r];
+        if (!(u >= 0.0 && u < 1.0))
+          throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
+                                ": a uniform draw must lie in [0, 1), got " + std::to_string(u));
         // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1))
-        const auto v = static_cast<std::int64_t>(lo_[b] +
-                                                 std::floor(uniform[c.draw][r] * width_[b]));
+        const auto v = static_cast<std::int64_t>(lo_[b] + std::floor(u * width_[b]));
         const auto at = static_cast<std::uint64_t>(v - c.low);
         if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
           const std::size_t k = c.values + std::size_t(at);

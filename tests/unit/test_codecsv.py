@@ -180,6 +180,20 @@ def test_format_refuses_bad_codes_short_buffers_and_bad_columns():
     assert fmt.format(np.zeros((0, 2), dtype=np.uint8), [], bytearray(0)) == 0
 
 
+@pytest.mark.parametrize("u", [1e17, -1e17, 1.0, -0.25, math.inf, -math.inf, math.nan])
+def test_format_refuses_a_draw_outside_the_unit_interval(u):
+    # review 15b: the row budget holds values in [lo, lo + width]; a draw outside [0, 1) wrote
+    # a wider number past the buffer (heap overflow from Python)
+    fmt = _core.CodeCsvFormat([(["", "m"], np.array([0.0]), np.array([3.0])),
+                               (["x"], None, None)], ",", "\n")
+    buffer = bytearray(4 * fmt.max_row_bytes + fmt.slack)
+    codes = np.zeros((4, 2), dtype=np.uint8)
+    draws = np.array([0.5, 0.0, u, 0.99])
+    with pytest.raises(InvalidArgumentError, match="row 2: a uniform draw must lie in"):
+        fmt.format(codes, [draws], buffer)
+    assert fmt.format(codes, [np.array([0.5, 0.0, 0.999, 0.25])], buffer) > 0
+
+
 def test_no_chunk_writes_nothing_and_an_empty_chunk_the_header(tmp_path, fitted):
     """As write_table: no frames, an empty file; a frame of no rows, the header alone."""
     plan = codecsv.csv_plan(fitted.schema_, "?", ",")

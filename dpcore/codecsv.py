@@ -117,6 +117,8 @@ def write_codes_csv(plan: CsvPlan, chunks: Iterable[np.ndarray], fh: Any, *, see
             if k == 0:     # no chunk, no header: write_table's file of no frames is empty
                 fh.write(plan.header)
             codes = np.asarray(codes)
+            if codes.dtype.kind == "i" and codes.dtype.itemsize < 8:   # the kernel takes int64
+                codes = codes.astype(np.int64)
             for start in range(0, len(codes), step):
                 part = codes[start:start + step]
                 m = len(part)

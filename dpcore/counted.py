@@ -71,43 +71,52 @@ def _identity(path: str | os.PathLike) -> tuple[int, int, int, int]:
 
 class ReadDigest:
     """The SHA-256 of a file's bytes, fed by the reader as it reads them (see
-    :func:`read_and_hash`): valid once one pass fed the whole file, in order."""
+    :func:`read_and_hash`): valid once a pass fed the whole file, in order. Each pass hashes
+    on its own (:meth:`start`), so interleaved passes never mix their bytes; passes that
+    disagree, or none that finished, give no digest (the file is then hashed again)."""
 
     def __init__(self, identity: tuple[int, int, int, int]) -> None:
         self.identity = identity
-        self.restart()
+        self._digests: list[str] = []
 
-    def restart(self) -> None:
-        """A new pass from the file's first byte (a pass cut short is not the file's hash)."""
-        self._sha, self._size, self._complete = hashlib.sha256(), 0, False
+    def start(self) -> "_Pass":
+        """A new pass from the file's first byte."""
+        return _Pass(self)
+
+    def hexdigest(self) -> str | None:
+        """The file's SHA-256, or None unless some pass fed every byte of it (and every such
+        pass found the same)."""
+        return self._digests[0] if len(set(self._digests)) == 1 else None
+
+
+class _Pass:
+    """One reader's pass over the hashed file: its own hash and byte count."""
+
+    def __init__(self, digest: ReadDigest) -> None:
+        self._digest, self._sha, self._size = digest, hashlib.sha256(), 0
 
     def update(self, data: Any) -> None:
         self._sha.update(data)
         self._size += len(data)
 
     def finish(self) -> None:
-        """The pass reached the end of the file."""
-        self._complete = True
-
-    def hexdigest(self) -> str | None:
-        """The file's SHA-256, or None unless a pass fed every byte of it."""
-        if not self._complete or self._size != self.identity[2]:
-            return None
-        return self._sha.hexdigest()
+        """The pass reached the end of the file: it counts if it read the file's size."""
+        if self._size == self._digest.identity[2]:
+            self._digest._digests.append(self._sha.hexdigest())
 
 
 _DIGEST: contextvars.ContextVar[ReadDigest | None] = contextvars.ContextVar("dpcore_read_digest",
                                                                              default=None)
 
 
-def digest_for(fh: Any) -> ReadDigest | None:
-    """The digest :func:`read_and_hash` wants fed with the bytes of the open binary file
-    ``fh`` (it reads from the start), if ``fh`` is the file being hashed; else None."""
+def digest_for(fh: Any) -> "_Pass | None":
+    """A pass of the digest :func:`read_and_hash` wants fed with the bytes of the open binary
+    file ``fh`` (read from its start), if ``fh`` is the file being hashed; else None."""
     digest = _DIGEST.get()
     if digest is None:
         return None
     st = os.fstat(fh.fileno())
-    return digest if (st.st_dev, st.st_ino) == digest.identity[:2] else None
+    return digest.start() if (st.st_dev, st.st_ino) == digest.identity[:2] else None
 
 
 def read_and_hash(path: str | os.PathLike, read: Any) -> tuple[Any, str]:

@@ -62,8 +62,6 @@ def _line_blocks(path: Any, block_bytes: int) -> Iterator[memoryview]:
     with open(path, "rb") as fh:
         # the input's hash, fed with the bytes as read (read_and_hash: no second pass)
         digest = digest_for(fh)
-        if digest is not None:
-            digest.restart()
         header = fh.readline()                      # the header (read by the caller)
         if digest is not None:
             digest.update(header)

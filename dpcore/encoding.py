@@ -711,9 +711,11 @@ def read_codes(path: str | os.PathLike, schema: Schema, *, sep: str = ",",
 _SAMPLE_BYTES = 1 << 20
 
 
-def _row_guess(path: Any) -> int:
+def _row_guess(path: Any, columns: int) -> int:
     """About 10% more than the lines of the file at ``path`` (from the line length of its
-    first MiB), 0 when it cannot tell (not a plain file, Parquet, unreadable)."""
+    first MiB), 0 when it cannot tell (not a plain file, Parquet, unreadable); at most the
+    rows a file of that size can hold (a row of ``columns`` fields takes at least ``columns``
+    bytes: its delimiters and line end)."""
     try:
         if is_parquet(path) or not os.path.isfile(path):
             return 0
@@ -725,7 +727,8 @@ def _row_guess(path: Any) -> int:
     lines = head.count(b"\n")
     if not head or lines == 0:
         return 0
-    return int(size / len(head) * lines * 1.1) + 1024
+    # a file whose first MiB has short lines and the rest long ones is guessed high
+    return min(int(size / len(head) * lines * 1.1) + 1024, size // max(columns, 1) + 1)
 
 
 def _gathered(parts: Iterator[np.ndarray], path: Any) -> np.ndarray:
@@ -738,7 +741,7 @@ def _gathered(parts: Iterator[np.ndarray], path: Any) -> np.ndarray:
     first = next(parts, None)
     if first is None:       # the readers raise first (a table needs rows): cannot happen
         raise EncodingError(f"{path}: the table has a header but no data rows")
-    guess = max(_row_guess(path), len(first))
+    guess = max(_row_guess(path, first.shape[1]), len(first))
     out = np.empty((guess, first.shape[1]), dtype=first.dtype)
     out[:len(first)] = first
     rows, extra = len(first), []

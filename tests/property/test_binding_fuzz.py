@@ -250,6 +250,8 @@ _CODE_FORMAT = _core.CodeCsvFormat([(["", "", "m"], np.array([0.0, -2.0]), np.ar
 def _check_format_codes(codes, uniform, size):
     out = bytearray(size) if isinstance(size, int) and 0 <= size < 1 << 20 else size
     got = call(_CODE_FORMAT.format, codes, uniform, out)
+    if got is not None and isinstance(out, bytearray):
+        assert got <= len(out)
     if got is not None:     # the rows a plain Python formatter makes of the same codes
         lines = []
         for r, (c, d) in enumerate(np.asarray(codes).tolist()):

@@ -203,3 +203,30 @@ def test_no_chunk_writes_nothing_and_an_empty_chunk_the_header(tmp_path, fitted)
         assert (tmp_path / "t.csv").read_bytes() == want
     write_table([], tmp_path / "old.csv")
     assert (tmp_path / "old.csv").read_bytes() == b""
+
+
+def test_format_refuses_byte_swapped_or_misaligned_codes():
+    # review 15b: a '>u2' code 256 was read as code 1 (native order)
+    fmt = _core.CodeCsvFormat([(["a", "b"], None, None), (["x"], None, None)], ",", "\n")
+    buffer = bytearray(10 * fmt.max_row_bytes + fmt.slack)
+    swapped = np.array([[1, 0]], dtype=">u2")
+    offset = np.frombuffer(bytes(17), dtype=np.uint8)[1:].view(np.uint16).reshape(4, 2)
+    for codes in (swapped, offset):
+        with pytest.raises(InvalidArgumentError, match="aligned and in native byte order"):
+            fmt.format(codes, [], buffer)
+    assert bytes(buffer[:fmt.format(np.array([[1, 0]], dtype="<u2"), [], buffer)]) == b"b,x\n"
+
+
+def test_narrow_signed_codes_are_written_as_any_others(fitted):
+    # review 15b: int8/int16/int32 codes raised TypeError where the old writer took any integers
+    import io
+    from dpcore import codecsv
+    codes = np.asarray(fitted.sample_codes(50, seed=3)).astype(np.int64)
+    plan = codecsv.csv_plan(fitted.schema_, "", ",")
+    assert plan is not None
+    outs = []
+    for dtype in (np.int64, np.int32, np.int16, np.int8):
+        fh = io.BytesIO()
+        assert codecsv.write_codes_csv(plan, [codes.astype(dtype)], fh, seed=5, total=50) == 50
+        outs.append(fh.getvalue())
+    assert all(out == outs[0] for out in outs[1:])

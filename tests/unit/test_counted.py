@@ -407,3 +407,29 @@ def test_a_pass_that_did_not_read_the_whole_file_is_hashed_again(data, tmp_path,
     assert digest == expected and len(calls) == 3
     with open(path, "rb") as fh:
         assert counted.digest_for(fh) is None                # outside read_and_hash
+
+
+def test_interleaved_reader_passes_never_mix_their_bytes_in_the_digest(tmp_path, monkeypatch):
+    """Review 15b: two block-reader passes over the hashed file, interleaved, fed one hash
+    (the second pass restarting it): the byte count matched the file, the order did not, and
+    a wrong input commitment was recorded. Each pass now hashes on its own."""
+    import hashlib
+    from dpcore import counted, csvblocks
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"a,b\n" + b"".join(b"%d,%d\n" % (i, i * 7) for i in range(40)))
+    calls = []
+    real = counted.file_sha256
+    monkeypatch.setattr(counted, "file_sha256", lambda q: calls.append(q) or real(q))
+
+    def read():
+        a = csvblocks._line_blocks(path, 64)
+        b = csvblocks._line_blocks(path, 64)
+        next(a)
+        next(a)
+        next(b)
+        for _ in a:           # A reads to the end
+            pass
+        next(b)
+        b.close()             # B stops early
+    _, digest = counted.read_and_hash(path, read)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest() and not calls

@@ -119,9 +119,9 @@ def test_read_codes_gathers_the_blocks_whatever_the_row_guess(tmp_path, monkeypa
     monkeypatch.setattr(csvblocks, "CSV_BLOCK_BYTES", block_bytes)
     want = np.concatenate(list(encoding.iter_codes(path, schema)))
     if guess is not None:
-        monkeypatch.setattr(encoding, "_row_guess", lambda _: guess)
+        monkeypatch.setattr(encoding, "_row_guess", lambda _, columns: guess)
     else:
-        assert encoding._row_guess(path) >= 200      # the real guess: ~10% above the lines
+        assert encoding._row_guess(path, 2) >= 200   # the real guess: ~10% above the lines
     got = encoding.read_codes(path, schema)
     assert got.dtype == want.dtype and got.shape == want.shape == (200, 2)
     assert got.tolist() == want.tolist()
@@ -130,9 +130,18 @@ def test_read_codes_gathers_the_blocks_whatever_the_row_guess(tmp_path, monkeypa
 
 def test_row_guess_is_zero_where_it_cannot_tell(tmp_path):
     from dpcore.encoding import _row_guess
-    assert _row_guess(tmp_path / "missing.csv") == 0
+    assert _row_guess(tmp_path / "missing.csv", 2) == 0
     (tmp_path / "empty.csv").write_bytes(b"")
-    assert _row_guess(tmp_path / "empty.csv") == 0
+    assert _row_guess(tmp_path / "empty.csv", 2) == 0
     (tmp_path / "t.parquet").write_bytes(b"x\n" * 10)
-    assert _row_guess(tmp_path / "t.parquet") == 0
-    assert _row_guess(tmp_path) == 0
+    assert _row_guess(tmp_path / "t.parquet", 2) == 0
+    assert _row_guess(tmp_path, 2) == 0
+
+
+def test_row_guess_never_exceeds_the_rows_the_file_can_hold(tmp_path):
+    # review 15b: short lines first, long ones after: the guess from the first MiB was many
+    # times the rows, one np.empty of that size
+    from dpcore.encoding import _row_guess
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"a,b\n" + b"1,2\n" * 300_000 + (b"x" * 5000 + b",y\n") * 2000)
+    assert _row_guess(path, 2) <= path.stat().st_size // 2 + 1

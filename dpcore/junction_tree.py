@@ -8,6 +8,7 @@ names to domain positions and numpy arrays to Factors.
 """
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Sequence
 
@@ -206,6 +207,16 @@ class JunctionTree:
                                 [self._ids(q, "query") for q in queries])
 
 
+def _position(value) -> int:
+    """An integer position or size: a float or bool is an error, not a truncated number."""
+    if isinstance(value, bool):
+        raise DpcoreTypeError(f"positions must be integers, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise DpcoreTypeError(f"positions must be integers, got {value!r}") from None
+
+
 class CalibratedTree:
     """Calibrated clique beliefs: exact marginals of the tree's distribution."""
 
@@ -257,7 +268,8 @@ class CalibratedTree:
         overlap: InvalidArgumentError). The same numbers as project_arrays, without an array
         object a query."""
         ids = [ids for ids, _ in _query_many(self.tree, attrs_list, False)]
-        return self._core.project_flat(ids, bool(by_source), [int(s) for s in starts], int(size))
+        return self._core.project_flat(ids, bool(by_source), [_position(s) for s in starts],
+                                       _position(size))
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
         """``n`` records (n x d codes in the smallest unsigned dtype that holds them,

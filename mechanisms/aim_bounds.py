@@ -54,6 +54,22 @@ class ConfidenceBound:
     round: int | None
 
 
+def _marginals(synthetic, domain, cliques: list) -> dict:
+    """The synthetic table's marginals on ``cliques``, counted in batches within the cell cap
+    (one batch of every candidate could exceed it, after the whole budget was spent)."""
+    from .plan import cell_cap
+    cap, out, batch, cells = cell_cap(), {}, [], 0
+    for r in cliques + [None]:
+        n = 0 if r is None else domain.size(r)
+        if batch and (r is None or cells + n > cap):
+            out.update(zip(batch, (f.datavector() for f in synthetic.marginals(batch))))
+            batch, cells = [], 0
+        if r is not None:
+            batch.append(r)
+            cells += n
+    return out
+
+
 def confidence_bounds(domain, candidates, weights, measurements, summaries, last_reference,
                       synthetic, level: float) -> dict:
     """Bounds for every marginal in ``candidates`` (the downward closure of the workload)."""
@@ -63,7 +79,7 @@ def confidence_bounds(domain, candidates, weights, measurements, summaries, last
     lam = math.sqrt(math.log(1 / fail))                  # exp(-λ²) = fail
     lam1 = math.sqrt(2 * math.log(2 / fail))             # exp(-λ₁²/2) = fail / 2
     lam2 = math.log(2 / fail)                            # exp(-λ₂) = fail / 2
-    synth = dict(zip(candidates, (f.datavector() for f in synthetic.marginals(list(candidates)))))
+    synth = _marginals(synthetic, domain, list(candidates))
     out = {}
     for r in candidates:
         n_r = domain.size(r)

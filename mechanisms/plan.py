@@ -184,8 +184,13 @@ def plan_aim(domain, rho, *, workload="all-3way", max_model_size=80.0, rounds=No
         raise InvalidArgumentError(f"max_model_size {size:g} MB is too small: AIM's first round "
                                    f"would have no candidate (the 1-way model{rules} does not "
                                    f"fit the round's share of it)")
-    poolable = [r for r in candidates if len(r) > 1 and _mb(domain.size(r)) <= size]
-    batch = max(_largest_oneway(domain), sum(domain.size(r) for r in poolable))
+    # a round's pool (1-ways and the marginals that fit the model) is projected into one
+    # vector and its true marginals read in one batch; the confidence bounds read every
+    # candidate, in batches under the cap, so each must fit alone (review 15: a pool at the
+    # cap failed after the charges)
+    poolable = [r for r in candidates if len(r) == 1 or _mb(domain.size(r)) <= size]
+    batch = max(_largest_oneway(domain), sum(domain.size(r) for r in poolable),
+                max((domain.size(r) for r in candidates), default=1))
     _check_batch(batch, "an AIM selection", "lower --max-model-size or use a smaller workload")
     options = {"workload": work, "max_model_size": size, "rounds": T}
     return Plan("aim", rho, MappingProxyType(options), check_rows(rows, d), check_seed(seed),

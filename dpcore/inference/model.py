@@ -250,10 +250,11 @@ class GraphicalModel:
         roots, _, root_of = _plan(queries)
         domain = self.domain
         sizes = np.fromiter((domain.size(q) for q in key), dtype=np.int64, count=len(key))
-        starts = np.zeros(len(key), dtype=np.int64)
+        base = np.zeros(len(key), dtype=np.int64)
         if len(key) > 1:
-            np.cumsum(sizes[:-1], out=starts[1:])
-        starts.flags.writeable = False
+            np.cumsum(sizes[:-1], out=base[1:])
+        base.flags.writeable = False
+        starts = base[:]        # every caller gets this: a view of a read-only base stays read-only
         at = {}                    # each root's place: its first query of the same tuple
         for q, s in zip(key, starts.tolist()):
             at.setdefault(q, s)

@@ -92,3 +92,37 @@ def test_rule_cliques_that_do_not_fit_the_first_round_are_refused_before_any_cha
         aim(Curator(Dataset(records, domain), filt, seed=0), work, max_model_size=float(cap),
             rounds=T, zeros=[StructuralZero(("a", "b"), mask)])
     assert filt.spent == 0
+
+
+def test_the_one_vector_projection_releases_what_the_concatenation_did(monkeypatch):
+    # review 15c: AIM's full-pool rounds read every candidate's reference from one compiled
+    # vector (GraphicalModel.project_flat); the same run with the vector built by
+    # concatenating project_values must charge, select and sample exactly the same
+    from dpcore import Curator
+    from dpcore.accounting import PrivacyFilter
+    from dpcore.inference.model import GraphicalModel
+    from mechanisms.aim import aim
+    domain = Domain(("a", "b", "c", "d", "e"), (3, 2, 4, 2, 3))
+    records = np.random.default_rng(1).integers(0, 2, (400, 5))
+
+    def run():
+        f = PrivacyFilter(0.5)
+        result = aim(Curator(Dataset(records, domain), f, seed=7), "all-2way", rounds=8, seed=3)
+        return f.ledger.to_text(), np.asarray(result.synthetic.records).tobytes()
+
+    calls = []
+    real = GraphicalModel.project_flat
+
+    def counted(self, attrs_list, *, by_source=False):
+        calls.append(1)
+        return real(self, attrs_list, by_source=by_source)
+    monkeypatch.setattr(GraphicalModel, "project_flat", counted)
+    flat_run = run()
+    assert calls                               # the run took the one-vector path
+
+    def concatenated(self, attrs_list, *, by_source=False):
+        values = self.project_values(attrs_list, by_source=by_source)
+        starts = np.cumsum([0] + [v.size for v in values[:-1]])
+        return np.concatenate(values), starts
+    monkeypatch.setattr(GraphicalModel, "project_flat", concatenated)
+    assert run() == flat_run

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpcore import Dataset, Domain
-from dpcore.errors import InvalidArgumentError
+from dpcore.errors import DpcoreTypeError, InvalidArgumentError
 from dpcore.inference import GraphicalModel, Measurement, estimate
 
 ADULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "adult")
@@ -246,3 +246,42 @@ def test_calibrated_project_flat_places_each_query_and_refuses_overlaps():
         tree.project_flat(queries, [0, 6], 40)
     with pytest.raises(InvalidArgumentError, match="size must be >= 0"):
         tree.project_flat(queries, [0, 6, 8], -1)
+
+
+def test_calibrated_project_flat_places_random_layouts_as_project_arrays():
+    # review 15c: the binding fuzz almost never drew a valid layout; random packings with gaps
+    rng = np.random.default_rng(4)
+    domain, model = small_model(2)
+    tree = model.calibrated
+    attrs = list(domain.attrs)
+    for _ in range(30):
+        k = int(rng.integers(1, 6))
+        queries = [tuple(rng.choice(attrs, size=int(rng.integers(1, 3)), replace=False))
+                   for _ in range(k)]
+        want = tree.project_arrays(queries)
+        order = rng.permutation(k)
+        starts, at = [0] * k, int(rng.integers(0, 4))
+        for i in order:
+            starts[i] = at
+            at += want[i].size + int(rng.integers(0, 3))
+        size = at + int(rng.integers(0, 3))
+        flat = tree.project_flat(queries, starts, size)
+        covered = np.zeros(size, dtype=bool)
+        for q, s, w in zip(queries, starts, want):
+            np.testing.assert_array_equal(flat[s:s + w.size], w.ravel())
+            covered[s:s + w.size] = True
+        assert not flat[~covered].any()
+    with pytest.raises(DpcoreTypeError, match="integers"):
+        tree.project_flat([("a",)], [0.9], 4)
+    with pytest.raises(DpcoreTypeError, match="integers"):
+        tree.project_flat([("a",)], [True], 4)
+
+
+def test_project_flat_starts_cannot_be_made_writable():
+    # review 15c: the cached starts array was returned to every caller and could be made
+    # writable again, misaligning later callers' references
+    domain, model = small_model(1)
+    _, starts = model.project_flat([("a",), ("b",), ("a", "b")])
+    with pytest.raises(ValueError):
+        starts.flags.writeable = True
+    assert model.project_flat([("a",), ("b",), ("a", "b")])[1] is starts

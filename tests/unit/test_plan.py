@@ -43,15 +43,20 @@ def test_independent_refuses_a_column_beyond_the_cell_cap(small_cap):
 
 
 def test_aim_and_mwem_bound_their_selection_batch(small_cap):
-    # every pair fits the cap alone (6, 12, 8 cells), but one selection may read all 26
+    # every pair fits the cap alone (6, 12, 8 cells), but one selection may read all 26, and
+    # AIM's pool holds the 1-ways too (3 + 2 + 4 cells): 35
     pairs = [("a", "b"), ("a", "c"), ("b", "c")]
-    with pytest.raises(InvalidArgumentError, match="an AIM selection needs up to 26"):
+    with pytest.raises(InvalidArgumentError, match="an AIM selection needs up to 35"):
         plan_aim(DOMAIN, RHO, workload=pairs, rounds=3, max_model_size=model_ceiling_mb())
     with pytest.raises(InvalidArgumentError, match="an MWEM selection needs up to 26"):
         plan_mwem(DOMAIN, RHO, workload=pairs)
-    # a smaller model cap keeps the 12-cell pair out of every pool: 6 + 8 cells
-    plan = plan_aim(DOMAIN, RHO, workload=pairs, rounds=3, max_model_size=10 * 8 / 2**20)
-    assert plan.largest_batch_cells == 14
+    # a model cap of 10 cells keeps the 12-cell pair out of every pool: 6 + 8 + 9 = 23
+    with pytest.raises(InvalidArgumentError, match="an AIM selection needs up to 23"):
+        plan_aim(DOMAIN, RHO, workload=pairs, rounds=3, max_model_size=10 * 8 / 2**20)
+    # one pair: its 6 cells and its two 1-ways' 5
+    plan = plan_aim(DOMAIN, RHO, workload=[("a", "b")], rounds=3,
+                    max_model_size=model_ceiling_mb())
+    assert plan.largest_batch_cells == 11
 
 
 @pytest.mark.parametrize("size", [0, -1, 1e-300, float("nan"), float("inf"), 1e9, True, "80"])

@@ -60,15 +60,21 @@ namespace {
 // for all blocks (its memory is allocated, and faulted in, once), each block's codes written
 // straight into its rows.
 template <typename T>
-py::array_t<T> sampled_blocks(const dpcore::CalibratedTree& c, std::int64_t n,
-                              dpcore::SampleMethod how, const std::vector<std::uint64_t>& seeds,
-                              std::int64_t block) {
+py::array_t<T> records_array(const dpcore::CalibratedTree& c, std::int64_t n) {
   const auto& shape = c.tree().shape();
   for (std::size_t a = 0; a < shape.size(); ++a)
     if (static_cast<std::uint64_t>(shape[a]) - 1 > std::numeric_limits<T>::max())
       throw dpcore::InvalidArgument("attribute " + std::to_string(a) + " has " +
                                     std::to_string(shape[a]) + " values: too many for the dtype");
   (void)dpcore::record_cells(n, c.tree().num_attrs());  // before allocating
+  return py::array_t<T>({static_cast<py::ssize_t>(n),
+                         static_cast<py::ssize_t>(c.tree().num_attrs())});
+}
+
+template <typename T>
+py::array_t<T> sampled_blocks(const dpcore::CalibratedTree& c, std::int64_t n,
+                              dpcore::SampleMethod how, const std::vector<std::uint64_t>& seeds,
+                              std::int64_t block) {
   if (block < 1)
     throw dpcore::InvalidArgument("block must be >= 1, got " + std::to_string(block));
   const std::int64_t blocks = n / block + (n % block != 0);
@@ -77,7 +83,7 @@ py::array_t<T> sampled_blocks(const dpcore::CalibratedTree& c, std::int64_t n,
                                   std::to_string(block) + " need " + std::to_string(blocks) +
                                   " seeds, got " + std::to_string(seeds.size()));
   const auto d = static_cast<std::size_t>(c.tree().num_attrs());
-  py::array_t<T> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(d)});
+  py::array_t<T> out = records_array<T>(c, n);
   T* data = out.mutable_data();
   {
     py::gil_scoped_release release;
@@ -95,14 +101,7 @@ py::array_t<T> sampled_blocks(const dpcore::CalibratedTree& c, std::int64_t n,
 template <typename T>
 py::array_t<T> sampled(const dpcore::CalibratedTree& c, std::int64_t n, dpcore::SampleMethod how,
                        std::uint64_t seed) {
-  const auto& shape = c.tree().shape();
-  for (std::size_t a = 0; a < shape.size(); ++a)
-    if (static_cast<std::uint64_t>(shape[a]) - 1 > std::numeric_limits<T>::max())
-      throw dpcore::InvalidArgument("attribute " + std::to_string(a) + " has " +
-                                    std::to_string(shape[a]) + " values: too many for the dtype");
-  (void)dpcore::record_cells(n, c.tree().num_attrs());  // before allocating
-  const auto d = static_cast<std::size_t>(c.tree().num_attrs());
-  py::array_t<T> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(d)});
+  py::array_t<T> out = records_array<T>(c, n);
   T* data = out.mutable_data();
   {
     py::gil_scoped_release release;

@@ -123,6 +123,17 @@ def test_continuing_a_torn_file_needs_repair_and_records_it(saved):
         PrivacyFilter.resume(path, repair="yes")
 
 
+def _needs_and_takes_a_repair(path):
+    """A torn file: INCOMPLETE, refused by a plain resume, and PASS once repaired, with the
+    repair the first note."""
+    assert verify_ledger(path).status == "incomplete"
+    with pytest.raises(LedgerError, match="ends without its trailer"):
+        PrivacyFilter.resume(path)
+    PrivacyFilter.resume(path, repair=True).close()
+    report = verify_ledger(path)
+    assert report.status == "pass" and "--repair" in report.notes[0]
+
+
 def test_a_repair_cut_short_by_a_crash_still_needs_repair(saved, monkeypatch):
     # review 15 H1: the repaired file (with its trailer) was written before the repair entry,
     # so a crash between the two left a file that verified PASS with no record of the repair.
@@ -140,12 +151,7 @@ def test_a_repair_cut_short_by_a_crash_still_needs_repair(saved, monkeypatch):
     with pytest.raises(OSError):
         PrivacyFilter.resume(path, repair=True)
     monkeypatch.setattr(journal, "_write_at", real)
-    assert verify_ledger(path).status == "incomplete"
-    with pytest.raises(LedgerError, match="ends without its trailer"):
-        PrivacyFilter.resume(path)
-    PrivacyFilter.resume(path, repair=True).close()
-    report = verify_ledger(path)
-    assert report.status == "pass" and "--repair" in report.notes[0]
+    _needs_and_takes_a_repair(path)
 
 
 def test_a_crash_that_cuts_a_character_in_two_can_be_repaired(tmp_path):
@@ -184,12 +190,7 @@ def test_bytes_after_a_whole_ledger_are_never_dropped_silently(saved):
     # recorded repair continues it (the verifier and the writer read it alike)
     path, f = saved
     path.write_bytes(path.read_bytes() + b"\xc3")
-    assert verify_ledger(path).status == "incomplete"
-    with pytest.raises(LedgerError, match="ends without its trailer"):
-        PrivacyFilter.resume(path)
-    PrivacyFilter.resume(path, repair=True).close()
-    report = verify_ledger(path)
-    assert report.status == "pass" and "--repair" in report.notes[0]
+    _needs_and_takes_a_repair(path)
 
 
 def test_a_cut_at_a_line_boundary_needs_repair_too(saved):

@@ -425,18 +425,27 @@ def zero_masks(schema: "Schema") -> list[tuple[str, dict[str, np.ndarray]]]:
 _UNION_CHECK_CELLS = 1 << 24
 
 
+def rule_groups(rules: Sequence[Any], columns: Any = lambda rule: rule) -> list[list[Any]]:
+    """``rules`` grouped by shared columns, transitively: no two groups share a column.
+    ``columns(rule)``: the column names a rule names (default: the rule itself, e.g. a
+    ``{column: mask}`` mapping)."""
+    groups: list[tuple[set, list]] = []
+    for rule in rules:
+        names = set(columns(rule))
+        joined = [g for g in groups if g[0] & names]
+        merged = (names.union(*(g[0] for g in joined)), [r for g in joined for r in g[1]] + [rule])
+        groups = [g for g in groups if not any(g is j for j in joined)] + [merged]
+    return [group for _, group in groups]
+
+
 def _check_some_cell_allowed(rules: list[tuple[str, dict[str, np.ndarray]]]) -> None:
     """Rules that together forbid every cell of their columns (``a in [x]`` and ``a in [y]``
     on a two-value column) leave nothing to generate, which each rule alone does not show:
     checked per group of rules joined by shared columns, where its table is small enough."""
-    groups: list[tuple[list[str], list[dict[str, np.ndarray]], list[str]]] = []
-    for name, masks in rules:
-        joined = [g for g in groups if set(g[0]) & set(masks)]
-        columns = list(dict.fromkeys([c for g in joined for c in g[0]] + list(masks)))
-        group = (columns, [m for g in joined for m in g[1]] + [masks],
-                 [n for g in joined for n in g[2]] + [name])
-        groups = [g for g in groups if not any(g is j for j in joined)] + [group]
-    for columns, masks, names in groups:
+    for group in rule_groups(rules, lambda rule: rule[1]):
+        names = [name for name, _ in group]
+        masks = [m for _, m in group]
+        columns = list(dict.fromkeys(c for m in masks for c in m))
         shape = [len(next(m[c] for m in masks if c in m)) for c in columns]
         if len(names) > 1 and math.prod(shape) <= _UNION_CHECK_CELLS and \
                 forbidden_table(columns, shape, masks).all():

@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpcore.constraints import forbidden_table
+from dpcore.constraints import forbidden_table, rule_groups
 
 
 _CELL_BYTES, _MB = 8, 1 << 20
@@ -95,17 +95,6 @@ def check_conditioned_fits(domain: Any, masks: list[dict[str, np.ndarray]], *,
             f"of the cell cap): this mechanism fits no structural zeros, so it could spend its "
             f"budget and then be unable to draw allowed rows; coarsen these columns, merge or "
             f"split the rules, or use aim, mst or mwem (they fit the rules as structural zeros)")
-
-
-def rule_groups(masks: list[dict[str, np.ndarray]]) -> list[list[dict[str, np.ndarray]]]:
-    """The rules grouped by shared columns (transitively): no two groups share a column."""
-    groups: list[tuple[set, list]] = []
-    for rule in masks:
-        joined = [g for g in groups if g[0] & set(rule)]
-        columns = set(rule).union(*(g[0] for g in joined))
-        rules = [r for g in joined for r in g[1]] + [rule]
-        groups = [g for g in groups if not any(g is j for j in joined)] + [(columns, rules)]
-    return [rules for _, rules in groups]
 
 
 def split_rules(cliques: Any, masks: list[dict[str, np.ndarray]]) -> tuple[list, list]:

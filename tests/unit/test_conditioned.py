@@ -14,6 +14,16 @@ from mechanisms.conditioned import conditioned_rows, rule_block
 from mechanisms.synthesizer import Synthesizer
 
 
+def _assert_draws_follow(rows, joint, shape):
+    """``rows`` (codes over ``shape``) never fall in a zero cell of ``joint`` (a normalised
+    table) and are chi-square-consistent with it."""
+    observed = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=joint.size)
+    support = joint.ravel() > 0
+    assert observed[~support].sum() == 0
+    p = stats.chisquare(observed[support], len(rows) * joint.ravel()[support]).pvalue
+    assert p > 1e-4, p
+
+
 def _model():
     """A model with cliques (a, b) and (c,): a and b dependent, c independent of both."""
     rng = np.random.default_rng(0)
@@ -54,11 +64,7 @@ def test_conditioned_rows_follow_the_brute_force_conditional():
     joint[:, :3, :] = 0
     joint[0, 3, :] = 0
     joint /= joint.sum()
-    observed = np.bincount(np.ravel_multi_index(rows.T, (3, 4, 5)), minlength=60)
-    support = joint.ravel() > 0
-    assert observed[~support].sum() == 0
-    p = stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue
-    assert p > 1e-4, p
+    _assert_draws_follow(rows, joint, (3, 4, 5))
 
 
 def test_conditioned_rows_refuse_a_block_over_the_cap():
@@ -110,10 +116,7 @@ def test_product_mixture_rows_follow_the_brute_force_conditional():
     joint[0, :, 1] = 0
     joint[:, :2, :] = 0
     joint /= joint.sum()
-    observed = np.bincount(np.ravel_multi_index(rows.T, dom.shape), minlength=24)
-    support = joint.ravel() > 0
-    assert observed[~support].sum() == 0
-    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    _assert_draws_follow(rows, joint, dom.shape)
     # two rules sharing no column: each is drawn outside its product set, no table needed
     assert mixture_rows(model, masks, 10, 5, 1).shape == (10, 3)
 
@@ -133,10 +136,7 @@ def test_product_mixture_rows_with_rules_sharing_a_column_use_their_tree():
     joint[0, :, 1] = 0
     joint[:, :3, 0] = 0
     joint /= joint.sum()
-    observed = np.bincount(np.ravel_multi_index(rows.T, dom.shape), minlength=24)
-    support = joint.ravel() > 0
-    assert observed[~support].sum() == 0
-    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    _assert_draws_follow(rows, joint, dom.shape)
     # their tree has cliques (a, c) and (b, c): 6 + 8 cells (and the 1-way), over a cap of 10
     assert mixture_rows(model, masks, 10, 5, 10) is None
 
@@ -189,10 +189,7 @@ def test_compressed_model_rows_follow_the_brute_force_conditional():
     joint = full.copy()
     joint[:, [1, 2, 4], :] = 0
     joint /= joint.sum()
-    observed = np.bincount(np.ravel_multi_index(rows.T, orig), minlength=joint.size)
-    support = joint.ravel() > 0
-    assert observed[~support].sum() == 0
-    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    _assert_draws_follow(rows, joint, orig)
 
 
 def test_mst_tiny_budget_huge_column_samples_the_allowed_cells():
@@ -283,10 +280,7 @@ def test_conditioned_rows_need_the_rules_tree_not_a_table_over_every_rule_column
     joint[np.ix_([0, 1], [1, 2, 3], range(5), range(6))] = 0
     joint[np.ix_(range(3), range(4), [0, 4], range(5))] = 0
     joint /= joint.sum()
-    observed = np.bincount(np.ravel_multi_index(rows.T, (3, 4, 5, 6)), minlength=360)
-    support = joint.ravel() > 0
-    assert observed[~support].sum() == 0
-    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    _assert_draws_follow(rows, joint, (3, 4, 5, 6))
     # columns come back in the caller's order
     swapped = conditioned_rows(model, masks, None, ["d", "c", "b", "a"], 1000, 3, 100)
     assert np.array_equal(swapped, conditioned_rows(model, masks, None, ["a", "b", "c", "d"],
@@ -305,10 +299,7 @@ def test_conditioned_rows_of_rules_sharing_a_column_follow_the_brute_force_condi
     joint[np.ix_([0, 1], [1, 2, 3], range(5))] = 0
     joint[np.ix_(range(3), [0, 3], [0, 2, 4])] = 0
     joint /= joint.sum()
-    observed = np.bincount(np.ravel_multi_index(rows.T, (3, 4, 5)), minlength=60)
-    support = joint.ravel() > 0
-    assert observed[~support].sum() == 0
-    assert stats.chisquare(observed[support], n * joint.ravel()[support]).pvalue > 1e-4
+    _assert_draws_follow(rows, joint, (3, 4, 5))
     # the masked tree: cliques (a, b) and (b, c), 12 + 20 cells (and the 1-way)
     assert conditioned_rows(model, masks, None, ["a", "b", "c"], 10, 5, 30) is None
 

@@ -24,6 +24,14 @@ def _assert_draws_follow(rows, joint, shape):
     assert p > 1e-4, p
 
 
+def _only_c0(values: int) -> dict:
+    """Columns sex (2 values) and c (``values`` values), and a rule allowing only c = c0."""
+    return {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
+                        "c": {"type": "categorical", "categories": [f"c{i}" for i in range(values)]}},
+            "constraints": [{"type": "forbidden", "name": "only_c0",
+                             "when": {"c": {"not_in": ["c0"]}}}]}
+
+
 def _model():
     """A model with cliques (a, b) and (c,): a and b dependent, c independent of both."""
     rng = np.random.default_rng(0)
@@ -76,11 +84,7 @@ def test_conditioned_rows_refuse_a_block_over_the_cap():
 def test_independent_tiny_budget_huge_column_samples_the_allowed_cells(tmp_path):
     # audit 14 item 3 (f1): c has 20,000 values and only c0 is allowed; at eps = 0.05 the noisy
     # model puts almost all its mass on the forbidden 19,999: rejection fails after the spend
-    K = 20_000
-    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
-                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
-              "constraints": [{"type": "forbidden", "name": "only_c0",
-                               "when": {"c": {"not_in": ["c0"]}}}]}
+    schema = _only_c0(20_000)
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"sex": rng.choice(["F", "M"], 200, p=[0.8, 0.2]), "c": "c0"})
     ledger = tmp_path / "l.json"
@@ -158,11 +162,7 @@ def test_record_rows_draw_the_allowed_records_uniformly():
 def test_other_families_tiny_budget_sample_the_allowed_cells(name, tmp_path):
     # the same failure for a histogram family (a one-clique graphical model) and a product
     # mixture: rejection fails after the spend, the exact conditional is drawn instead
-    K = 2_000
-    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
-                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
-              "constraints": [{"type": "forbidden", "name": "only_c0",
-                               "when": {"c": {"not_in": ["c0"]}}}]}
+    schema = _only_c0(2_000)
     df = pd.DataFrame({"sex": ["F", "M"] * 50, "c": "c0"})
     s = Synthesizer.create(name, epsilon=0.01, progress=False, seed=1, rounds=1,
                            workload="all-2way").fit(df, schema)
@@ -195,11 +195,7 @@ def test_compressed_model_rows_follow_the_brute_force_conditional():
 def test_mst_tiny_budget_huge_column_samples_the_allowed_cells():
     # MST compresses c's 20,000 values (almost all merged), so its zero cannot hold the rule
     # and rejection fails; the compressed model's law on the allowed cells is drawn instead
-    K = 20_000
-    schema = {"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]},
-                          "c": {"type": "categorical", "categories": [f"c{i}" for i in range(K)]}},
-              "constraints": [{"type": "forbidden", "name": "only_c0",
-                               "when": {"c": {"not_in": ["c0"]}}}]}
+    schema = _only_c0(20_000)
     df = pd.DataFrame({"sex": ["F", "M"] * 100, "c": "c0"})
     s = Synthesizer.create("mst", epsilon=0.05, progress=False, seed=0).fit(df, schema)
     out = s.sample(300)

@@ -152,6 +152,9 @@ class LedgerFile:
             raise InvalidArgumentError(f"cannot open ledger {path!r}: {exc.strerror}") from None
         try:
             _lock(fd, path)
+            if not _is_current(fd, path):
+                raise LedgerInUseError(f"ledger {path!r} was rewritten by another run while it "
+                                       "was being opened; try again")
             raw = _read_all(fd)
             text, whole_file = _utf8_text(raw, path)
             data, torn = parse_ledger_text(text, where=f"ledger {path!r}")
@@ -164,10 +167,9 @@ class LedgerFile:
             else:
                 good = ledger.to_text().encode("utf-8")
                 if good != raw:      # a reformatted copy: written back in dpcore's line format
-                    # Rewrite in place (never rename: our lock is on this inode).
-                    os.ftruncate(fd, 0)
-                    _write_at(fd, good, 0)
-                    os.fsync(fd)
+                    new = _replace_locked(path, fd, good)
+                    os.close(fd)
+                    fd = new
             trailer = len(ledger.to_text().encode("utf-8")) - len(
                 trailer_line(ledger.spent, ledger.head_hash).encode("utf-8"))
         except BaseException:
@@ -208,6 +210,56 @@ def _lock(fd: int, path: str) -> None:
     except BlockingIOError:
         raise LedgerInUseError(f"ledger {path!r} is in use by another run (one writer per "
                                "ledger); wait for it to finish") from None
+
+
+def _is_current(fd: int, path: str) -> bool:
+    """Whether ``fd`` is still the file at ``path``: a run that rewrote a reformatted ledger
+    (:func:`_replace_locked`) renamed a new file over it, and a process that opened the old one
+    just before must not append to a file no path names any more."""
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _replace_locked(path: str, fd: int, data: bytes) -> int:
+    """Put ``data`` in place of the locked ledger ``fd`` at ``path``; returns the new file's
+    descriptor, locked (the caller closes ``fd``). The new content is written to a file beside it,
+    locked, then renamed over ``path``: a crash leaves the old file or the new one, never a part
+    (rewriting in place could leave a prefix that ``--repair`` would accept, forgetting spent
+    budget), and readers see either whole. The lock moves with the content: the new file is
+    locked before its rename, and a process that opened the old file meanwhile finds it no
+    longer at ``path`` once it gets the old lock (:func:`_is_current`)."""
+    target = os.path.realpath(path)           # a link to the ledger stays a link
+    directory = os.path.dirname(target)
+    try:
+        new, tmp = tempfile.mkstemp(prefix=".ledger-", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise LedgerError(f"ledger {path!r} is not in dpcore's line format and cannot be "
+                          f"rewritten safely beside it ({exc.strerror}): write it back in that "
+                          f"format (Ledger.load(path).save(new_path)) or make its directory "
+                          f"writable") from None
+    try:
+        os.fchmod(new, os.fstat(fd).st_mode & 0o7777)
+        _write_at(new, data, 0)
+        os.fsync(new)
+        fcntl.flock(new, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(tmp, target)
+    except BaseException:
+        os.close(new)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        fsync_directory(directory)
+    except BaseException:
+        os.close(new)
+        raise
+    return new
 
 
 def _read_all(fd: int) -> bytes:

@@ -216,6 +216,77 @@ def test_a_torn_trailer_alone_is_mended_without_repair(saved):
     assert verify_ledger(path).status == "pass"
 
 
+def _reformat(path):
+    """The ledger as a person or a tool may rewrite it: indented, keys sorted. Still the same
+    record (it verifies), no longer dpcore's line format."""
+    pretty = json.dumps(json.loads(path.read_text()), indent=2, sort_keys=True)
+    path.write_text(pretty)
+    assert verify_ledger(path).status == "pass"
+    return pretty
+
+
+def _in_line_format(path):
+    return path.read_text() == Ledger.load(path).to_text()
+
+
+def test_a_crash_while_a_reformatted_ledger_is_rewritten_loses_nothing(saved, monkeypatch):
+    # The rewrite into line format used to truncate the file, then write it: a crash between
+    # left a prefix of the line format that --repair accepted, forgetting spent budget.
+    from dpcore.accounting import journal
+    path, f = saved
+    os.chmod(path, 0o640)
+    pretty = _reformat(path)
+    real = journal._write_at
+
+    def crash(fd, data, at):
+        real(fd, data[:len(data) // 2], at)
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(journal, "_write_at", crash)
+    with pytest.raises(OSError):
+        PrivacyFilter.resume(path)
+    monkeypatch.setattr(journal, "_write_at", real)
+    assert path.read_text() == pretty and os.listdir(path.parent) == [path.name]
+    g = PrivacyFilter.resume(path)       # no repair needed, nothing forgotten
+    assert g.spent == f.spent and g.ledger == f.ledger
+    g.close()
+    assert Ledger.load(path) == f.ledger and _in_line_format(path)
+    assert os.stat(path).st_mode & 0o777 == 0o640
+
+
+def test_the_rewritten_ledger_keeps_its_lock_and_its_link(saved, tmp_path):
+    path, f = saved
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    _reformat(path)
+    g = PrivacyFilter.resume(link)
+    assert link.is_symlink() and _in_line_format(path)
+    with pytest.raises(LedgerInUseError):          # the lock moved to the new file
+        PrivacyFilter.resume(path)
+    g.charge(ZCDPEvent(Fraction(1, 10 ** 5)), what={"release": "none"})
+    g.close()
+    assert Ledger.load(path) == g.ledger and len(g.ledger) == len(f.ledger) + 1
+
+
+def test_a_run_that_opened_the_ledger_before_it_was_rewritten_is_refused(saved, monkeypatch):
+    # Run B opens the file; run A rewrites it (rename) and finishes; B then gets the old file's
+    # lock, free again. B must not append to a file no path names any more.
+    from dpcore.accounting import journal
+    path, f = saved
+    _reformat(path)
+    real = journal._lock
+    calls = []
+
+    def a_runs_in_between(fd, where):
+        calls.append(where)
+        if len(calls) == 1:              # B has opened the old file, A runs now
+            PrivacyFilter.resume(path).close()
+        real(fd, where)
+    monkeypatch.setattr(journal, "_lock", a_runs_in_between)
+    with pytest.raises(LedgerInUseError, match="rewritten by another run"):
+        PrivacyFilter.resume(path)
+    assert len(calls) == 2 and Ledger.load(path) == f.ledger
+
+
 def test_forged_repair_entries_fail_verification(saved):
     from dpcore.accounting.ledger import sha256_of
     path, f = saved

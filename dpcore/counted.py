@@ -259,31 +259,38 @@ class FileTable(CountedTable):
 
 
 def count_file(path: str | os.PathLike, schema: Any, columns: list[int], shape: list[int],
-               subsets: list[list[int]], *, engine: str = "auto", **options: Any
-               ) -> tuple[list, str, str]:
+               subsets: list[list[int]], *, engine: str = "auto", content: Any = None,
+               **options: Any) -> tuple[list, str, str]:
     """One pass over a file, chunk by chunk (:func:`dpcore.encoding.iter_codes` with
     ``engine`` and ``options``): the summed count tables of ``subsets`` (axes of ``shape``)
     over the codes' ``columns``, the file's SHA-256 (:func:`read_and_hash`: a file changed
     during the pass is refused) and the engine that read it ("pandas" after a restart).
     Memory: one chunk and the tables. What :class:`FileTable` and the Dask engine's workers
-    run."""
+    run. ``content``, if given, is fed the counted codes of each chunk in order
+    (``content.update(codes)``), from the start again if the pass restarts
+    (``content.restart()``)."""
     (tables, used), digest = read_and_hash(
-        path, lambda: _count_chunks(path, schema, columns, shape, subsets, engine, options))
+        path, lambda: _count_chunks(path, schema, columns, shape, subsets, engine, options,
+                                    content))
     return tables, digest, used
 
 
 def _count_chunks(path: Any, schema: Any, columns: list[int], shape: list[int],
-                  subsets: list[list[int]], engine: str, options: dict
+                  subsets: list[list[int]], engine: str, options: dict, content: Any
                   ) -> tuple[list, str]:
     from dpcore import _core
     from dpcore.encoding import RestartRead, iter_codes
     whole = list(columns) == list(range(len(schema.names)))
     while True:
         totals: list[np.ndarray] = []
+        if content is not None:
+            content.restart()
         try:
             for k, codes in enumerate(iter_codes(path, schema, engine=engine, **options)):
                 if not whole:
                     codes = np.ascontiguousarray(codes[:, columns])
+                if content is not None:
+                    content.update(codes)
                 part = _core.count_marginals(codes, shape, subsets)
                 if k == 0:
                     totals = part

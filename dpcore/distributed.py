@@ -49,25 +49,23 @@ def require_dask():
     return dask
 
 
-_EXTENSIONS = {"csv": "csv", "parquet": "parquet", "pq": "parquet"}
+_EXTENSIONS = (".csv", ".parquet", ".pq")
 
 
 def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
     """The files of a path, a glob, a directory (its .csv, or its .parquet/.pq files, in any
-    letter case) or a list, sorted (the order fixes nothing but the digest's). A name that is
-    an existing file is that file, never a pattern. Each record must be counted once: two
-    names of one file (a repeat, a symbolic or hard link) are refused, and so is a directory
-    holding both CSV and Parquet files (the same table in two formats counts twice)."""
+    letter case, not hidden ones, as a glob) or a list, sorted (the order fixes nothing but
+    the digest's). A name that is an existing file is that file, never a pattern. Each record
+    must be counted once: two names of one file (a repeat, a symbolic or hard link) are
+    refused, and so are files of both formats, or two files that differ only in their
+    extension (the same table written twice would count twice); copies under other names are
+    found by their content when counted (:class:`DistributedTable`)."""
     if isinstance(source, (str, os.PathLike)):
         text = os.fspath(source)
         if os.path.isdir(text):
             found = [os.path.join(text, name) for name in os.listdir(text)
-                     if name.rpartition(".")[2].lower() in _EXTENSIONS]
-            formats = {_EXTENSIONS[p.rpartition(".")[2].lower()] for p in found}
-            if len(formats) > 1:
-                raise InvalidArgumentError(
-                    f"directory {text!r} holds both CSV and Parquet files; name the ones to "
-                    f"read with a glob (the same table in two formats would count twice)")
+                     if not name.startswith(".")
+                     and os.path.splitext(name)[1].lower() in _EXTENSIONS]
         elif os.path.isfile(text):
             found = [text]
         else:
@@ -77,13 +75,26 @@ def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> lis
     files = sorted(p for p in found if os.path.isfile(p))
     if not files:
         raise InvalidArgumentError(f"no data files match {source!r}")
+    from dpcore.encoding import is_parquet
+    if len({is_parquet(p) for p in files}) > 1:
+        raise InvalidArgumentError(
+            f"{source!r} names both CSV and Parquet files; name files of one format (the same "
+            f"table in two formats would count twice)")
     seen: dict[tuple[int, int], str] = {}
+    stems: dict[str, str] = {}
     for path in files:
         st = os.stat(path)
-        first = seen.setdefault((st.st_dev, st.st_ino), path)
-        if first is not path:
-            raise InvalidArgumentError(f"{first!r} and {path!r} are the same file; each "
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            raise InvalidArgumentError(f"{seen[key]!r} and {path!r} are the same file; each "
                                        f"record must be counted once")
+        seen[key] = path
+        stem = os.path.splitext(os.path.realpath(path))[0]
+        other = stems.setdefault(stem, path)
+        if other != path:
+            raise InvalidArgumentError(f"{other!r} and {path!r} differ only in their "
+                                       f"extension: the same table written twice would count "
+                                       f"twice; name one of them")
     return files
 
 
@@ -93,8 +104,10 @@ def local_client(workers: int | None = None, *, processes: bool = True):
     require_dask()
     from distributed import Client, LocalCluster
     workers = workers or os.cpu_count() or 1
+    # Everything on loopback: the dashboard (unauthenticated) serves task times and worker
+    # logs (which files, columns and rows failed), which must not reach the network.
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                           dashboard_address=":0")
+                           host="127.0.0.1", dashboard_address="127.0.0.1:0")
     return Client(cluster)
 
 
@@ -108,36 +121,87 @@ def close_client(client: Any, *, cluster: bool = True) -> None:
 
 
 # ---------------------------------------------------------------- worker side (pure functions)
-def _count_codes(codes: np.ndarray, shape: list[int], subsets: list[list[int]]) -> list:
-    from dpcore import _core
-    return _core.count_marginals(codes, shape, subsets)
+# A task that raises is logged by the worker with its arguments (distributed before 2024.11
+# printed them: a partition's raw rows, or exact count tables), so these functions never
+# raise: a failure is returned as a _Failure and raised on the driver.
+class _Failure:
+    """A part's failure: our typed error (its message names no value unless debug asked),
+    or only the class name of any other (its message may quote the data)."""
+
+    def __init__(self, exc: Exception, where: str) -> None:
+        from dpcore.errors import DpcoreError
+        self.error = exc if isinstance(exc, DpcoreError) else None
+        self.name, self.where = type(exc).__name__, where
+
+    def raise_(self) -> None:
+        if self.error is not None:
+            raise self.error
+        raise ClusterError(f"counting {self.where} failed in a worker ({self.name}; its "
+                           f"message is withheld: it may quote the data)")
+
+
+class _Content:
+    """The SHA-256 of the counted codes, rows in order, in the schema's code dtype: equal for
+    the same records in the same order whatever format or line endings held them."""
+
+    def __init__(self, dtype: Any) -> None:
+        self._dtype = dtype
+        self.restart()
+
+    def restart(self) -> None:
+        self._sha = hashlib.sha256()
+
+    def update(self, codes: np.ndarray) -> None:
+        self._sha.update(np.ascontiguousarray(codes, dtype=self._dtype).tobytes())
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
 
 
 def _file_part(path: str, schema: Any, columns: list[int], shape: list[int],
-               subsets: list[list[int]], sep: str) -> tuple[list, str]:
+               subsets: list[list[int]], sep: str) -> tuple | _Failure:
     """Read, encode and count one file in a worker, chunk by chunk (memory: one chunk and
-    the tables): (tables, the file's SHA-256)."""
-    tables, digest, _ = count_file(path, schema, columns, shape, subsets, sep=sep)
-    return tables, digest
+    the tables): (tables, the file's SHA-256, its codes' SHA-256)."""
+    try:
+        content = _Content(schema.code_dtype())
+        tables, digest, _ = count_file(path, schema, columns, shape, subsets, sep=sep,
+                                       content=content)
+        return tables, digest, content.hexdigest()
+    except Exception as exc:
+        return _Failure(exc, f"file {path!r}")
 
 
 def _frame_part(frame: Any, schema: Any, columns: list[int], shape: list[int],
-                subsets: list[list[int]]) -> tuple[list, str]:
-    """Encode and count one DataFrame partition: (tables, the codes' SHA-256)."""
-    from dpcore.encoding import encode_frame
-    codes = np.ascontiguousarray(encode_frame(frame, schema)[:, columns])
-    digest = hashlib.sha256(f"{codes.dtype.str}{codes.shape}".encode())
-    digest.update(codes.tobytes())
-    return _count_codes(codes, shape, subsets), digest.hexdigest()
+                subsets: list[list[int]], index: int) -> tuple | _Failure:
+    """Encode and count DataFrame partition ``index``: (tables, the codes' SHA-256 twice)."""
+    try:
+        from dpcore import _core
+        from dpcore.encoding import EncodingError, encode_frame
+        try:
+            codes = np.ascontiguousarray(encode_frame(frame, schema)[:, columns])
+        except EncodingError as err:    # its row counts from the partition's first row
+            raise EncodingError(f"partition {index}, {err}", column=err.column, row=err.row,
+                                value=err.value) from None
+        content = _Content(schema.code_dtype())
+        content.update(codes)
+        return _core.count_marginals(codes, shape, subsets), content.hexdigest(), \
+            content.hexdigest()
+    except Exception as exc:
+        return _Failure(exc, f"partition {index}")
 
 
-def _add(a: tuple[list, list], b: tuple[list, list]) -> tuple[list, list]:
+def _add(a: tuple | _Failure, b: tuple | _Failure) -> tuple | _Failure:
     """Sum two partial results: tables cell by cell, digests concatenated in order."""
-    return [x + y for x, y in zip(a[0], b[0])], a[1] + b[1]
+    if isinstance(a, _Failure) or isinstance(b, _Failure):
+        return a if isinstance(a, _Failure) else b
+    try:
+        return [x + y for x, y in zip(a[0], b[0])], a[1] + b[1], a[2] + b[2]
+    except Exception as exc:
+        return _Failure(exc, "the sum of two parts")
 
 
-def _lift(part: tuple[list, str]) -> tuple[list, list]:
-    return part[0], [part[1]]
+def _lift(part: tuple | _Failure) -> tuple | _Failure:
+    return part if isinstance(part, _Failure) else (part[0], [part[1]], [part[2]])
 
 
 # ---------------------------------------------------------------- driver side
@@ -186,30 +250,32 @@ class DistributedTable(CountedTable):
             parts = [delayed(_file_part)(p, self._schema, self._columns, shape, subsets,
                                          self._sep) for p in self._files]
         else:
-            parts = [delayed(_frame_part)(f, self._schema, self._columns, shape, subsets)
-                     for f in self._frame.to_delayed()]
+            parts = [delayed(_frame_part)(f, self._schema, self._columns, shape, subsets, k)
+                     for k, f in enumerate(self._frame.to_delayed())]
         level = [delayed(_lift)(p) for p in parts]
         while len(level) > 1:       # a tree of additions, in the workers
             level = [delayed(_add)(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
                      for i in range(0, len(level), 2)]
-        from dpcore.errors import DpcoreError
         try:
             if self._client is not None:
-                tables, digests = self._client.compute(level[0]).result()
+                result = self._client.compute(level[0]).result()
             else:
-                (tables, digests), = self._dask.compute(level[0])
-        except DpcoreError:
-            raise                   # a bad value or file: the worker's own error, as is
+                result, = self._dask.compute(level[0])
         except Exception as exc:    # a lost worker (KilledWorker), a cancelled task, ...
             raise ClusterError(f"counting on the cluster failed ({type(exc).__name__}): "
                                f"{str(exc)[:200]}") from None
-        if self._files is not None and len(set(digests)) < len(digests):
-            # two files with the same bytes are a copy: every record in them would count
-            # twice against a charge for once (found in the first pass, before any charge)
-            first: dict[str, str] = {}
-            for path, digest in zip(self._files, digests):
-                if digest in first:
-                    raise InvalidArgumentError(f"{first[digest]!r} and {path!r} hold the same "
-                                               f"bytes; each record must be counted once")
-                first[digest] = path
+        if isinstance(result, _Failure):
+            result.raise_()         # a bad value or file: the worker's own typed error
+        tables, digests, contents = result
+        # Two parts holding the same records in the same order (a copy of a file, in either
+        # format or with other line endings) would count every record twice against a charge
+        # for once; found in the first pass, before any charge.
+        names = self._files or [f"partition {k}" for k in range(len(contents))]
+        first: dict[str, str] = {}
+        for name, digest in zip(names, contents):
+            if digest in first:
+                raise InvalidArgumentError(f"{first[digest]!r} and {name!r} hold the same "
+                                           f"records in the same order; each record must be "
+                                           f"counted once")
+            first[digest] = name
         return tables, hashlib.sha256("\n".join(digests).encode()).hexdigest()

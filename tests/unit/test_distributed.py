@@ -202,8 +202,69 @@ def test_no_record_is_counted_twice(client, files):
     (folder / "part0.parquet").unlink()
     (folder / "copy.csv").write_bytes(part.read_bytes())
     table = DistributedTable(str(folder), SCHEMA, client=client)
-    with pytest.raises(InvalidArgumentError, match="hold the same bytes"):
+    with pytest.raises(InvalidArgumentError, match="same records in the same order"):
         table.prefetch([("a",)])
+
+
+def test_a_table_written_twice_is_refused_whatever_names_it(client, files):
+    # audit 16 F1: only a directory was checked for two formats, and a copy only by its bytes:
+    # a glob or a list of t.csv and t.parquet, t.parquet and t.pq, or a CRLF copy all counted
+    # every record twice against a charge for once
+    from dpcore.distributed import expand_paths
+    from dpcore.errors import InvalidArgumentError
+    folder, _ = files
+    part = folder / "part0.csv"
+    pd.read_csv(part, dtype=str).to_parquet(folder / "part0.parquet")
+    for source in (str(folder / "part0.*"), [str(part), str(folder / "part0.parquet")]):
+        with pytest.raises(InvalidArgumentError, match="both CSV and Parquet"):
+            expand_paths(source)
+    pq = folder / "pq"
+    pq.mkdir()
+    (folder / "part0.parquet").rename(pq / "t.parquet")
+    (pq / "t.pq").write_bytes((pq / "t.parquet").read_bytes())
+    with pytest.raises(InvalidArgumentError, match="differ only in their extension"):
+        expand_paths(str(pq))
+    with pytest.raises(InvalidArgumentError, match="same file"):
+        expand_paths([str(part), str(part)])
+    # a copy with other line endings (other bytes, the same records) is found by its codes
+    (folder / "crlf.csv").write_bytes(part.read_bytes().replace(b"\n", b"\r\n"))
+    with pytest.raises(InvalidArgumentError, match="same records in the same order"):
+        DistributedTable(str(folder / "*.csv"), SCHEMA, client=client).prefetch([("a",)])
+    (folder / "crlf.csv").unlink()
+    # as with a glob, a directory's hidden files are not read; a subdirectory named like an
+    # extension is no data file
+    (folder / ".part0.csv").write_bytes(part.read_bytes())
+    (folder / "csv").mkdir()
+    assert expand_paths(str(folder)) == expand_paths(str(folder / "*.csv"))
+    # two equal partitions of a Dask DataFrame are refused the same way
+    frame = pd.read_csv(part, dtype=str)
+    twice = dd.concat([dd.from_pandas(frame, npartitions=1)] * 2)
+    with pytest.raises(InvalidArgumentError, match="'partition 0' and 'partition 1'"):
+        DistributedTable(twice, SCHEMA, client=client).prefetch([("a",)])
+
+
+def test_workers_return_failures_and_name_no_data(client, files):
+    # audit 16 F2: a task that raises is logged by its worker with its arguments (distributed
+    # before 2024.11 printed them: a partition's raw rows); the parts return failures instead,
+    # raised on the driver: our typed error (naming the partition), or only a class name
+    from dpcore.distributed import _file_part, _frame_part, _Failure
+    bad = _frame(60, 4)
+    bad.loc[30, "b"] = "SECRET-777"
+    shape, subsets = list(SCHEMA.domain().shape), [[0]]
+    failed = _frame_part(bad, SCHEMA, [0, 1, 2, 3], shape, subsets, 2)
+    assert isinstance(failed, _Failure)
+    with pytest.raises(EncodingError, match="partition 2, column 'b', row 31") as err:
+        failed.raise_()
+    assert "SECRET" not in str(err.value) and err.value.row == 31
+    odd = _file_part(str(files[0] / "nope.csv"), SCHEMA, [0, 1, 2, 3], shape, subsets, ",")
+    assert isinstance(odd, _Failure)
+    frame = dd.from_pandas(bad, npartitions=3)
+    with pytest.raises(EncodingError, match="partition 1, column 'b', row 11"):
+        DistributedTable(frame, SCHEMA, client=client).prefetch([("a",)])
+    broken = _frame_part(object(), SCHEMA, [0], shape, subsets, 0)
+    with pytest.raises(ClusterError, match="withheld") as err:
+        broken.raise_()
+    assert "object" not in str(err.value)
 
 
 def test_paths_are_literal_where_they_name_a_file_and_extensions_ignore_case(files):
@@ -235,3 +296,23 @@ def test_a_saved_synthesizer_keeps_no_timings(tmp_path):
     loaded = S.load(tmp_path / "model.pkl")
     assert loaded.result.timings == {}
     assert all(r.seconds == 0.0 for r in loaded.result.rounds)
+
+
+def test_the_local_cluster_listens_on_loopback_only():
+    # audit 16 F3: the dashboard (unauthenticated: worker logs name the files, columns and
+    # rows that failed) listened on every interface
+    psutil = pytest.importorskip("psutil")
+    from dpcore.distributed import close_client, local_client
+
+    def listening():       # this process's and its children's (other tests' clusters too)
+        me = psutil.Process()
+        return {c.laddr for p in [me, *me.children(recursive=True)]
+                for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    before = listening()
+    client = local_client(1)
+    try:
+        new = listening() - before
+        assert new and {address.ip for address in new} == {"127.0.0.1"}
+        assert client.dashboard_link.startswith("http://127.0.0.1:")
+    finally:
+        close_client(client)

@@ -141,9 +141,10 @@ def _write_laid_out(frames: Iterable[pd.DataFrame], path: Any, schema: Any,
 def _plain(lines: bytes) -> bool:
     """No double quote, no blank line, and every CR ends a line (CRLF) in ``lines`` (whole
     lines). pyarrow would read a blank line as a row of empty fields, where the pandas reader
-    (the reference) refuses it; such files go to pandas."""
-    if b'"' in lines or lines.startswith((b"\n", b"\r\n")) or b"\n\n" in lines \
-            or b"\n\r\n" in lines:
+    (the reference) refuses it, and drops a byte-order mark that starts a block (the pandas
+    reader keeps it in the value); such files go to pandas."""
+    if b'"' in lines or lines.startswith((b"\n", b"\r\n", b"\xef\xbb\xbf")) \
+            or b"\n\n" in lines or b"\n\r\n" in lines:
         return False
     return b"\r" not in lines or lines.count(b"\r") == lines.count(b"\r\n")
 

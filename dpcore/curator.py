@@ -87,6 +87,12 @@ class Curator:
         if not hasattr(privacy_filter, "charge"):
             raise DpcoreTypeError(
                 f"privacy_filter must be a dpcore.accounting.PrivacyFilter, got {type(privacy_filter).__name__}")
+        from dpcore.counted import CountedTable
+        if isinstance(dataset, CountedTable) and dataset.passes == 0:
+            # Records read for the first time after a charge could break the schema then:
+            # the budget spent on a file a free pass refuses. One pass first (it counts
+            # nothing and releases nothing), as fit_file's batch pass does.
+            dataset.prefetch(())
         weights = getattr(dataset, "weights", None)
         # Sensitivity 1 needs every record to count at most once.
         if weights is not None:

@@ -677,8 +677,10 @@ def _iter_codes(path: Any, schema: Schema, sep: str, chunk_rows: int, debug: boo
             return
         except NotPlainText:            # quoted text, or a bare CR: pandas reads it
             if engine in ("pyarrow", "compiled"):
+                bom = ", byte-order marks in the data" if engine == "pyarrow" else ""
                 raise InvalidArgumentError(f"{path}: the {engine} reader reads CSVs without "
-                                           f"quotes, bare carriage returns or blank lines") from None
+                                           f"quotes, bare carriage returns{bom} or blank "
+                                           f"lines") from None
             if yielded:
                 raise RestartRead(f"{path}: read it again with engine='pandas'") from None
         # The pandas path checks every row's field count before it encodes anything; here

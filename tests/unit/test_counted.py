@@ -437,3 +437,29 @@ def test_interleaved_reader_passes_never_mix_their_bytes_in_the_digest(tmp_path,
         b.close()             # B stops early
     _, digest = counted.read_and_hash(path, read)
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest() and not calls
+
+
+def test_a_curator_reads_a_counted_table_once_before_it_can_charge(small, tmp_path):
+    # audit 16 F4: a Curator over a FileTable nobody had prefetched charged its first
+    # measurement, then met a bad row on its first read: the budget spent for a file a free
+    # pass refuses
+    from dpcore import Curator
+    from dpcore.accounting import PrivacyFilter
+    path, schema = small
+    bad = tmp_path / "bad.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    bad.write_text("".join(lines[:300]) + lines[300].replace("Private", "NoSuchClass", 1)
+                   + "".join(lines[301:]))
+    budget = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    with pytest.raises(EncodingError, match="row 300"):
+        Curator(FileTable(bad, schema), budget)
+    assert budget.spent == 0 and len(budget.ledger) == 0
+    table = FileTable(path, schema)
+    curator = Curator(table, budget)
+    assert table.passes == 1
+    curator.measure(("sex",), sigma=10.0)
+    assert budget.spent > 0 and table.passes == 2
+    primed = FileTable(path, schema)
+    primed.prefetch([("sex",)])
+    Curator(primed, budget).measure(("sex",), sigma=10.0)
+    assert primed.passes == 1                 # already read: no extra pass

@@ -32,7 +32,7 @@ from dpcore.encoding import DEFAULT_CHUNK_ROWS, decode_codes, is_parquet, write_
 from dpcore.errors import InvalidArgumentError
 from dpcore.files import replace_into
 
-__all__ = ["PartSampler", "draw_rows", "write_partitions"]
+__all__ = ["PartSampler", "check_workers_can_write", "draw_rows", "write_partitions"]
 
 FORMATS = ("csv", "parquet")
 
@@ -126,6 +126,30 @@ def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_
     return os.path.basename(path), written
 
 
+def _can_write(parent: str) -> str | None:
+    """In a worker: None if it can create (and remove) a file in ``parent``, else why not."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".dpcore-probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def check_workers_can_write(client: Any, directory: str | os.PathLike) -> None:
+    """Refuse, before a fit spends anything, a partitioned output that some worker of
+    ``client`` cannot write: the parts go to a directory beside ``directory``, written by the
+    workers, which must see the driver's paths (a cluster without that mount would fail
+    every part after the whole budget was spent)."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(directory)))
+    for worker, problem in sorted(client.run(_can_write, parent).items()):
+        if problem is not None:
+            raise InvalidArgumentError(f"worker {worker} cannot write in {parent!r} "
+                                       f"({problem}); the workers write the parts, so they must "
+                                       f"see the driver's output directory")
+
+
 def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, client: Any,
                      partition_rows: int, fmt: str = "csv", missing_token: str = "",
                      sep: str = ",") -> int:
@@ -160,10 +184,21 @@ def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, clie
                                  os.path.join(tmp, f"part-{k:05d}.{fmt}"), missing_token, sep,
                                  pure=False)
                    for k, s in enumerate(starts)]
-        written = sum(rows for _, rows in client.gather(futures))
+        results = client.gather(futures)
+        written = sum(rows for _, rows in results)
         if written != sampler.total:
             raise InvalidArgumentError(f"the partitions hold {written} rows, not "
                                        f"{sampler.total}")
+        # a worker killed while writing a part leaves its temporary file (the part was then
+        # written again elsewhere): only the parts are published
+        parts = {name for name, _ in results}
+        for name in os.listdir(tmp):
+            if name not in parts:
+                leftover = os.path.join(tmp, name)
+                if os.path.isdir(leftover) and not os.path.islink(leftover):
+                    shutil.rmtree(leftover)
+                else:
+                    os.unlink(leftover)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)          # mkdtemp's 0o700 is for the writing only

@@ -285,6 +285,9 @@ def _fit_on_cluster(args: argparse.Namespace, synth: Any, data: Path, schema: An
     else:
         client = local_client()
     try:
+        if keep_client:     # the workers will write the parts: can they, before any charge?
+            from mechanisms.partitioned import check_workers_can_write
+            check_workers_can_write(client, args.out)
         synth.fit_distributed(str(data), schema, client=client, sep=args.delimiter,
                               callback=on_round, rows=args.rows, keep_open=True)
     except BaseException:

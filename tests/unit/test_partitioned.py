@@ -195,3 +195,43 @@ def test_cli_out_dir_writes_the_parts_on_the_cluster(tmp_path, client, small_blo
     assert "cannot hold a schema with rules" in capsys.readouterr().err
     assert not (tmp_path / "fresh").exists() and not (tmp_path / "ruled").exists()
     assert not (tmp_path / "l7.json").exists()
+
+
+def test_a_killed_writer_leaves_no_partial_file_in_the_published_directory(
+        tmp_path, client, fitted, small_block, monkeypatch):
+    # audit 16 F8: a worker killed while writing a part leaves its temporary file (Dask then
+    # writes the part again); it was published with the parts and covered by the digest
+    real = partitioned._write_part
+
+    def killed_once(sampler, start, rows, path, *args):
+        if start == BLOCK:              # what a killed first attempt leaves behind
+            open(f"{path}.x1y2.tmp", "wb").close()
+        return real(sampler, start, rows, path, *args)
+
+    monkeypatch.setattr(partitioned, "_write_part", killed_once)
+    fitted["mst"].write_partitioned(tmp_path / "out", 3 * BLOCK, seed=1, client=client,
+                                    partition_rows=BLOCK)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "part-00000.csv", "part-00001.csv", "part-00002.csv"]
+
+
+def test_workers_that_cannot_write_the_parts_are_found_before_any_charge(
+        tmp_path, client, small_block, monkeypatch):
+    # audit 16 F5: a cluster whose workers do not see the driver's output directory spent the
+    # whole budget, then failed every part
+    import json
+
+    from dpcore.cli import main
+    with pytest.raises(ValueError, match="cannot write in .*nowhere"):
+        partitioned.check_workers_can_write(client, tmp_path / "nowhere" / "out")
+    partitioned.check_workers_can_write(client, tmp_path / "out")     # this one they can
+    df, schema = adult()
+    df.iloc[:500].to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_dict()))
+    monkeypatch.setattr(partitioned, "_can_write", lambda parent: "No such file or directory")
+    assert main(["synth", "--engine", "dask", "--scheduler", client.scheduler.address,
+                 "--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--mechanism", "mst", "--epsilon", "1", "--delta", "1e-9", "--quiet",
+                 "--out", str(tmp_path / "out") + "/", "--ledger",
+                 str(tmp_path / "l.json")]) == 2
+    assert not (tmp_path / "l.json").exists() and not (tmp_path / "out").exists()

@@ -105,7 +105,17 @@ def _units(series: pd.Series, resolution: str, fmt: str | None) -> np.ndarray:
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         stamps = pd.to_datetime(series)
     else:
-        stamps = pd.to_datetime(series.astype(object), format=fmt or "ISO8601", errors="coerce")
+        try:
+            stamps = pd.to_datetime(series.astype(object), format=fmt or "ISO8601",
+                                    errors="coerce")
+        except ValueError:
+            # pandas refuses a batch mixing UTC offsets (or offsets and none) even when told
+            # to coerce: each value alone, so that which values share a batch (a reader's
+            # chunks and blocks) never decides whether a file reads
+            if len(series) <= 1:
+                return np.full(len(series), np.nan)     # not a timestamp pandas can read
+            return np.array([_units(pd.Series([v], dtype=object), resolution, fmt)[0]
+                             for v in series.astype(object)], dtype=np.float64)
     if getattr(stamps.dt, "tz", None) is not None:
         stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
     values = stamps.to_numpy(dtype="datetime64[ns]")

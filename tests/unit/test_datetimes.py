@@ -53,6 +53,20 @@ def test_bad_values_name_the_row_and_rule(value, match):
     assert "row 2" in str(err.value)
 
 
+def test_mixed_utc_offsets_read_alike_whatever_shares_a_batch():
+    # audit 16 F9: pandas refuses a batch of texts with two UTC offsets even when coercing,
+    # so a file read or failed (a bare ValueError) as its chunks grouped the values
+    s = _schema(lower="2019-12-31T00:00:00", upper="2020-01-02T00:00:00", bins=4,
+                resolution="hour")
+    texts = ["2020-01-01T05:00:00+01:00", "2020-01-01T06:00:00+02:00", "2020-01-01T04:00:00",
+             "2020-01-01T04:00:00Z"]
+    together = encode_frame(pd.DataFrame({"when": texts}), s)
+    alone = np.concatenate([encode_frame(pd.DataFrame({"when": [t]}), s) for t in texts])
+    assert np.array_equal(together, alone) and together[:, 0].tolist() == [2] * 4
+    with pytest.raises(ValueError, match="row 2: .*not a timestamp"):
+        encode_frame(pd.DataFrame({"when": [texts[0], "2020-01-01T06:00:00+99:00"]}), s)
+
+
 @pytest.mark.parametrize("spec, match", [
     (dict(lower="2019-01-01", upper="2019-12-31", resolution="week", bins=2), "resolution"),
     (dict(lower="2019-12-31", upper="2019-01-01", bins=2), "before"),

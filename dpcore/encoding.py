@@ -355,6 +355,44 @@ def _encode_dictionary(col: Column, series: pd.Series, tokens: Sequence[str], ro
     return table[index]
 
 
+def _encode_integers(col: Column, series: pd.Series, tokens: Sequence[str], row_offset: int,
+                     debug: bool) -> np.ndarray:
+    """A column of machine integers (a Parquet file's, a DataFrame's): each distinct value is
+    encoded once (found by counting over the values' range), then the rows pick their code,
+    as :func:`_encode_dictionary` does for texts; the plain path when the range is sparse,
+    or to raise a bad value's exact error."""
+    values = series.to_numpy()
+    if not len(values):
+        return _encode_column(col, series, tokens, row_offset, debug)
+    lo, hi = int(values.min()), int(values.max())
+    dense = hi - lo < max(1 << 16, len(values))
+    if dense:                                      # count over the values' range
+        index = (values.astype(np.int64) - lo) if lo else values.astype(np.int64, copy=False)
+        present = np.flatnonzero(np.bincount(index, minlength=hi - lo + 1))
+        uniques = (present + lo).astype(values.dtype)
+    else:                                          # sparse: hash the values
+        index, uniques = pd.factorize(values)
+    try:
+        table = _encode_column(col, pd.Series(uniques), tokens, 0, False)
+    except EncodingError:
+        return _encode_column(col, series, tokens, row_offset, debug)
+    if dense:
+        lookup = np.zeros(hi - lo + 1, dtype=table.dtype)
+        lookup[present] = table
+        return lookup[index]
+    return table[index]
+
+
+def _encoder(series: pd.Series):
+    """How a column is encoded: once per distinct value where that is cheap (categories,
+    integers), else value by value; the codes and errors are the same."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return _encode_dictionary
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu" and len(series) > 4096:
+        return _encode_integers
+    return _encode_column
+
+
 def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
                  debug: bool = False) -> np.ndarray:
     """Encode a DataFrame holding the schema's columns (any order, no others) to an
@@ -368,10 +406,8 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
     first: EncodingError | None = None   # the error of the earliest bad row (then column)
     for j, col in enumerate(schema.columns):
         series = frame[col.name]
-        encode = (_encode_dictionary if isinstance(series.dtype, pd.CategoricalDtype)
-                  else _encode_column)
         try:
-            out[:, j] = encode(col, series, schema.missing_values, row_offset, debug)
+            out[:, j] = _encoder(series)(col, series, schema.missing_values, row_offset, debug)
         except EncodingError as err:
             if first is None or (err.row or 0) < (first.row or 0):
                 first = err
@@ -562,7 +598,13 @@ def _iter_parquet(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         import pyarrow.parquet as pq
     except ImportError:
         raise EncodingError("reading Parquet needs pyarrow: pip install 'dpcore[parquet]'") from None
-    pf = pq.ParquetFile(path)
+    import pyarrow as pa
+    # Text columns read as dictionaries (Parquet usually stores them so): pandas categories,
+    # which the encoder encodes once per distinct value, instead of a Python string a cell
+    # (measured, 10^7 Adult rows: 23.5 CPU-s to read, 2.7 M page faults)
+    arrow = pq.read_schema(path)
+    texts = [f.name for f in arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    pf = pq.ParquetFile(path, read_dictionary=texts)
     for batch in pf.iter_batches(batch_size=chunk_rows):
         yield batch.to_pandas()
 

@@ -35,3 +35,35 @@ def test_csv_pandas_and_parquet_encode_alike(tmp_path):
     assert from_pandas[:, 1].tolist()[0] == from_pandas[:, 1].tolist()[4]   # 40 is its own bin
     ints = frame.assign(age=[18, 32, 32, 45, 32]).astype({"age": "Int64"})
     assert encode_frame(ints, SCHEMA)[:, 0].tolist() == [0, 1, 1, 2, 1]
+
+
+def test_a_long_parquet_file_encodes_as_its_csv(tmp_path):
+    # Parquet's texts are read as dictionaries and its integers encoded once per distinct
+    # value (long columns): the codes of the CSV of the same table, nulls and bad values too
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(5)
+    n = 20_000
+    frame = pd.DataFrame({"age": rng.choice([18, 32, 45], n),
+                          "hours": rng.integers(0, 100, n),
+                          "ratio": rng.random(n).round(3),
+                          "sex": rng.choice(["F", "M"], n).astype(object)})
+    frame.loc[rng.choice(n, 50), "sex"] = None
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    with pytest.raises(ValueError, match="column 'sex'") as from_csv:
+        read_codes(tmp_path / "t.csv", SCHEMA)
+    with pytest.raises(ValueError, match="column 'sex'") as from_parquet:
+        read_codes(tmp_path / "t.parquet", SCHEMA)
+    assert from_csv.value.row == from_parquet.value.row
+    frame["sex"] = frame["sex"].fillna("F")
+    frame.loc[12_345, "hours"] = 150                    # above the upper bound
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    for path in ("t.csv", "t.parquet"):
+        with pytest.raises(ValueError, match="column 'hours', row 12346"):
+            read_codes(tmp_path / path, SCHEMA)
+    frame.loc[12_345, "hours"] = 40
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    assert np.array_equal(read_codes(tmp_path / "t.csv", SCHEMA),
+                          read_codes(tmp_path / "t.parquet", SCHEMA))

@@ -1,0 +1,59 @@
+"""Machine-integer columns (a Parquet file's, a DataFrame's) are encoded once per distinct
+value (:func:`dpcore.encoding._encode_integers`): the same codes, and the same error (message,
+row), as encoding every value on its own, for dense and sparse ranges and every column kind."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcore.encoding import EncodingError, _encode_column, _encode_integers
+from dpcore.schema import Schema
+
+COLUMNS = {
+    "binned": {"type": "numeric", "lower": -50, "upper": 1000, "bins": 7, "integer": True},
+    "clipped": {"type": "numeric", "lower": 0, "upper": 90, "bins": 5, "integer": True,
+                "out_of_bounds": "clip"},
+    "real": {"type": "numeric", "lower": -1e6, "upper": 3e6, "bins": 4},
+    "points": {"type": "numeric", "lower": 0, "upper": 40, "bins": 4, "integer": True,
+               "points": [0, 5, 40]},
+    "category": {"type": "categorical", "categories": ["1", "2", "40"], "other": "rest"},
+    "code": {"type": "code", "size": 30},
+}
+SCHEMA = Schema.from_dict({"missing_values": ["", "7"], "columns": COLUMNS})
+
+
+def _outcome(encode, col, series, offset):
+    try:
+        return encode(col, series, SCHEMA.missing_values, offset, False).tolist()
+    except EncodingError as err:
+        return str(err), err.row
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(list(COLUMNS)), st.sampled_from(["int64", "int32", "uint16", "int8"]),
+       st.integers(0, 2), st.lists(st.integers(-60, 1100), min_size=1, max_size=60),
+       st.integers(0, 10 ** 6))
+def test_distinct_values_encode_as_every_value(name, dtype, spread, values, offset):
+    col = next(c for c in SCHEMA.columns if c.name == name)
+    info = np.iinfo(dtype)
+    scale = (1, 1000, 10 ** 9)[spread]          # dense, sparse and very sparse ranges
+    raw = np.clip(np.array(values, dtype=np.int64) * scale, info.min, info.max)
+    series = pd.Series(raw.astype(dtype))
+    assert _outcome(_encode_integers, col, series, offset) == \
+        _outcome(_encode_column, col, series, offset)
+
+
+def test_a_long_column_takes_the_distinct_value_path_and_agrees():
+    rng = np.random.default_rng(0)
+    col = next(c for c in SCHEMA.columns if c.name == "binned")
+    for values in (rng.integers(-50, 1001, 50_000), rng.integers(0, 10 ** 9, 50_000) % 1001):
+        series = pd.Series(values)
+        assert np.array_equal(_encode_integers(col, series, [], 0, False),
+                              _encode_column(col, series, [], 0, False))
+    bad = pd.Series(rng.integers(0, 1000, 50_000))
+    bad.iloc[31_337] = 5000
+    with pytest.raises(EncodingError, match="row 31338: .*above the upper bound"):
+        _encode_integers(col, bad, [], 0, False)

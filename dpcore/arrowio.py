@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-__all__ = ["have_pyarrow", "parse_block", "public_layout", "write_parquet_chunks"]
+__all__ = ["as_object_columns", "have_pyarrow", "parse_block", "public_layout", "write_parquet_chunks"]
 
 
 def _pyarrow():
@@ -89,7 +89,7 @@ def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any,
     try:
         for part in frames:
             table = pa.Table.from_pandas(part, preserve_index=False)
-            heads.append(part.iloc[:1].copy())   # a copy: a slice would keep the chunk alive
+            heads.append(as_object_columns(part.iloc[:1]))   # a copy: not a view into the chunk
             rows += len(part)
             if writer is None:
                 pending.append(table)
@@ -124,13 +124,25 @@ def write_parquet_chunks(frames: Iterable[pd.DataFrame], path: Any,
     return rows
 
 
+def as_object_columns(head: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``head`` with ``category`` columns as ``object``: what the file's pandas
+    metadata records (the table reads back with text columns, as sample() returns them)."""
+    cats = [c for c in head.columns if isinstance(head[c].dtype, pd.CategoricalDtype)]
+    return head.astype({c: object for c in cats}) if cats else head.copy()
+
+
 def _write_laid_out(frames: Iterable[pd.DataFrame], path: Any, schema: Any,
                     template: pd.DataFrame) -> int:
     pa, pq = _pyarrow()
     rows = 0
-    with pq.ParquetWriter(path, schema, store_schema=False) as writer:
+    # Text columns go in as dictionaries (a chunk's category columns as they are, no string
+    # a cell): Parquet stores both alike, and without the Arrow schema in the file they read
+    # back as the plain strings of the layout.
+    texts = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type))
+                       if pa.types.is_string(f.type) else f for f in schema])
+    with pq.ParquetWriter(path, texts, store_schema=False) as writer:
         for part in frames:
-            writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+            writer.write_table(pa.Table.from_pandas(part, schema=texts, preserve_index=False))
             rows += len(part)
         meta = pa.Schema.from_pandas(template, preserve_index=False).metadata
         if meta and hasattr(writer, "add_key_value_metadata"):   # pyarrow >= 13

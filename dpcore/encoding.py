@@ -1027,7 +1027,8 @@ def write_table(frame: pd.DataFrame | Iterable[pd.DataFrame], path: str | os.Pat
                 rows = write_parquet_chunks(frames, tmp, None if schema is None
                                             else public_layout(schema))
             else:                    # another engine (fastparquet): the table whole
-                whole = pd.concat(list(frames), ignore_index=True)
+                from dpcore.arrowio import as_object_columns
+                whole = as_object_columns(pd.concat(list(frames), ignore_index=True))
                 whole.to_parquet(tmp, index=False)
                 rows = len(whole)
         else:

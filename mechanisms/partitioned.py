@@ -105,7 +105,7 @@ class PartSampler:
 def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_token: str,
                 sep: str) -> tuple[str, int]:
     """In a worker: draw, decode and write one partition; (its file name, its rows)."""
-    csv = not is_parquet(path)       # Parquet keeps the labels as sample() has them
+    csv = not is_parquet(path)
     plan = None
     if csv:
         from dpcore.codecsv import csv_plan
@@ -120,7 +120,7 @@ def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_
                                       start=start)
         return os.path.basename(path), written
     # Parquet parts take their column types from the public schema: the same in every part
-    written = write_table(sampler.frames(start, rows, categorical=csv), path,
+    written = write_table(sampler.frames(start, rows, categorical=True), path,
                           missing_token=missing_token, sep=sep,
                           schema=None if csv else sampler.schema)
     return os.path.basename(path), written

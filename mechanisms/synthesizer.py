@@ -841,7 +841,9 @@ class Synthesizer(abc.ABC):
             self._check_chunks(n, seed, chunk_rows)      # first, as _chunks checks them
             plan = csv_plan(schema, missing_token, sep)
         if plan is None:
-            return write_table(self._chunks(n, seed, chunk_rows, categorical=csv), path,
+            # categories, not a Python string a cell: the CSV writer and the Parquet writer
+            # (as plain text columns) take them as they are
+            return write_table(self._chunks(n, seed, chunk_rows, categorical=True), path,
                                missing_token=missing_token, sep=sep)
         # decoded and formatted in one compiled pass (dpcore.codecsv): the same bytes
         from dpcore.codecsv import write_codes_csv

@@ -85,6 +85,8 @@ def test_synthesizer_parquet_holds_the_csv_rows(tmp_path):
                                                                                 schema)
     assert synth.write(tmp_path / "s.parquet", 2500, seed=9, chunk_rows=1000) == 2500
     assert pq.ParquetFile(tmp_path / "s.parquet").metadata.num_row_groups == 3
+    # the chunks' category columns are written as dictionaries, stored as plain text
+    assert str(pq.read_schema(tmp_path / "s.parquet").field("workclass").type) == "string"
     synth.write(tmp_path / "s.csv", 2500, seed=9, chunk_rows=1000)
     got = pd.read_parquet(tmp_path / "s.parquet")
     pd.testing.assert_frame_equal(got, _whole(synth.sample(2500, seed=9), tmp_path / "w.pq"))

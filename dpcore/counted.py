@@ -266,7 +266,7 @@ def count_file(path: str | os.PathLike, schema: Any, columns: list[int], shape: 
     over the codes' ``columns``, the file's SHA-256 (:func:`read_and_hash`: a file changed
     during the pass is refused) and the engine that read it ("pandas" after a restart).
     Memory: one chunk and the tables. What :class:`FileTable` and the Dask engine's workers
-    run. ``content``, if given, is fed the counted codes of each chunk in order
+    run. ``content``, if given, is fed each chunk's codes (every column) in order
     (``content.update(codes)``), from the start again if the pass restarts
     (``content.restart()``)."""
     (tables, used), digest = read_and_hash(
@@ -287,10 +287,10 @@ def _count_chunks(path: Any, schema: Any, columns: list[int], shape: list[int],
             content.restart()
         try:
             for k, codes in enumerate(iter_codes(path, schema, engine=engine, **options)):
-                if not whole:
-                    codes = np.ascontiguousarray(codes[:, columns])
                 if content is not None:
                     content.update(codes)
+                if not whole:
+                    codes = np.ascontiguousarray(codes[:, columns])
                 part = _core.count_marginals(codes, shape, subsets)
                 if k == 0:
                     totals = part

@@ -105,17 +105,13 @@ def _units(series: pd.Series, resolution: str, fmt: str | None) -> np.ndarray:
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
         stamps = pd.to_datetime(series)
     else:
-        try:
-            stamps = pd.to_datetime(series.astype(object), format=fmt or "ISO8601",
-                                    errors="coerce")
-        except ValueError:
-            # pandas refuses a batch mixing UTC offsets (or offsets and none) even when told
-            # to coerce: each value alone, so that which values share a batch (a reader's
+        stamps = _parsed(series, fmt)
+        if stamps is None:
+            # pandas refuses a batch that mixes UTC offsets (or offsets and none) even when
+            # told to coerce (pandas 3 raises, 2.x returns objects): the values are parsed a
+            # group of one offset at a time, so that which values share a batch (a reader's
             # chunks and blocks) never decides whether a file reads
-            if len(series) <= 1:
-                return np.full(len(series), np.nan)     # not a timestamp pandas can read
-            return np.array([_units(pd.Series([v], dtype=object), resolution, fmt)[0]
-                             for v in series.astype(object)], dtype=np.float64)
+            return _units_by_offset(series, resolution, fmt)
     if getattr(stamps.dt, "tz", None) is not None:
         stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
     values = stamps.to_numpy(dtype="datetime64[ns]")
@@ -124,6 +120,38 @@ def _units(series: pd.Series, resolution: str, fmt: str | None) -> np.ndarray:
     exact = whole.astype("datetime64[ns]") == values      # a finer value is not a whole unit
     out = whole.astype(np.int64).astype(np.float64)
     out[np.isnat(values) | ~exact] = np.nan
+    return out
+
+
+_OFFSET = r"(Z|[+-]\d\d(?::?\d\d)?)$"
+
+
+def _parsed(series: pd.Series, fmt: str | None) -> pd.Series | None:
+    """The texts as timestamps (NaT where not one), or None where pandas cannot put them in
+    one column (mixed UTC offsets)."""
+    try:
+        stamps = pd.to_datetime(series.astype(object), format=fmt or "ISO8601", errors="coerce")
+    except (ValueError, TypeError):
+        return None
+    return stamps if pd.api.types.is_datetime64_any_dtype(stamps.dtype) else None
+
+
+def _units_by_offset(series: pd.Series, resolution: str, fmt: str | None) -> np.ndarray:
+    """:func:`_units` of a batch with mixed UTC offsets: each group of values with one offset
+    (or none) in one call; a group pandas still cannot parse whole, value by value (a value
+    it cannot parse alone is not a timestamp: NaN)."""
+    texts = series.astype(object).reset_index(drop=True)
+    offsets = texts.astype(str).str.extract(_OFFSET, expand=False).fillna("")
+    out = np.full(len(texts), np.nan)
+    for _, where in offsets.groupby(offsets).groups.items():
+        group = texts.iloc[where].reset_index(drop=True)
+        if _parsed(group, fmt) is not None:
+            out[where] = _units(group, resolution, fmt)
+            continue
+        for i, value in zip(where, group):
+            one = pd.Series([value], dtype=object)
+            if _parsed(one, fmt) is not None:
+                out[i] = _units(one, resolution, fmt)[0]
     return out
 
 

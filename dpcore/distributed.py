@@ -81,7 +81,7 @@ def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> lis
             f"{source!r} names both CSV and Parquet files; name files of one format (the same "
             f"table in two formats would count twice)")
     seen: dict[tuple[int, int], str] = {}
-    stems: dict[str, str] = {}
+    stems: dict[tuple[str, str], str] = {}
     for path in files:
         st = os.stat(path)
         key = (st.st_dev, st.st_ino)
@@ -89,12 +89,15 @@ def expand_paths(source: str | os.PathLike | Sequence[str | os.PathLike]) -> lis
             raise InvalidArgumentError(f"{seen[key]!r} and {path!r} are the same file; each "
                                        f"record must be counted once")
         seen[key] = path
-        stem = os.path.splitext(os.path.realpath(path))[0]
-        other = stems.setdefault(stem, path)
+        stem, ext = os.path.splitext(os.path.basename(path))
+        if ext.lower() not in _EXTENSIONS:
+            continue
+        key = (os.path.realpath(os.path.dirname(path) or "."), stem.lower())
+        other = stems.setdefault(key, path)
         if other != path:
             raise InvalidArgumentError(f"{other!r} and {path!r} differ only in their "
-                                       f"extension: the same table written twice would count "
-                                       f"twice; name one of them")
+                                       f"extension (.csv, .parquet, .pq): the same table "
+                                       f"written twice would count twice; name one of them")
     return files
 
 
@@ -141,8 +144,9 @@ class _Failure:
 
 
 class _Content:
-    """The SHA-256 of the counted codes, rows in order, in the schema's code dtype: equal for
-    the same records in the same order whatever format or line endings held them."""
+    """The SHA-256 of a part's codes over every schema column, rows in order, in the schema's
+    code dtype: equal for a copy of the part whatever format or line endings held it (and,
+    rarely, for different records that encode alike row for row)."""
 
     def __init__(self, dtype: Any) -> None:
         self._dtype = dtype
@@ -156,6 +160,9 @@ class _Content:
 
     def hexdigest(self) -> str:
         return self._sha.hexdigest()
+
+
+_EMPTY = hashlib.sha256().hexdigest()     # the content digest of a part without rows
 
 
 def _file_part(path: str, schema: Any, columns: list[int], shape: list[int],
@@ -178,12 +185,13 @@ def _frame_part(frame: Any, schema: Any, columns: list[int], shape: list[int],
         from dpcore import _core
         from dpcore.encoding import EncodingError, encode_frame
         try:
-            codes = np.ascontiguousarray(encode_frame(frame, schema)[:, columns])
+            every = encode_frame(frame, schema)
         except EncodingError as err:    # its row counts from the partition's first row
             raise EncodingError(f"partition {index}, {err}", column=err.column, row=err.row,
                                 value=err.value) from None
         content = _Content(schema.code_dtype())
-        content.update(codes)
+        content.update(every)
+        codes = np.ascontiguousarray(every[:, columns])
         return _core.count_marginals(codes, shape, subsets), content.hexdigest(), \
             content.hexdigest()
     except Exception as exc:
@@ -267,15 +275,19 @@ class DistributedTable(CountedTable):
         if isinstance(result, _Failure):
             result.raise_()         # a bad value or file: the worker's own typed error
         tables, digests, contents = result
-        # Two parts holding the same records in the same order (a copy of a file, in either
-        # format or with other line endings) would count every record twice against a charge
-        # for once; found in the first pass, before any charge.
+        # Two parts with the same encoded values in the same order are most likely a copy
+        # of one table (in either format, with other line endings), which would count every
+        # record twice against a charge for once; found in the first pass, before any charge.
+        # Empty parts hold no record to count twice.
         names = self._files or [f"partition {k}" for k in range(len(contents))]
         first: dict[str, str] = {}
         for name, digest in zip(names, contents):
+            if digest == _EMPTY:
+                continue
             if digest in first:
-                raise InvalidArgumentError(f"{first[digest]!r} and {name!r} hold the same "
-                                           f"records in the same order; each record must be "
-                                           f"counted once")
+                raise InvalidArgumentError(
+                    f"{first[digest]!r} and {name!r} hold the same encoded values in the same "
+                    f"order, as a copy of one table would; each record must be counted once "
+                    f"(if they are different records, put them in one file)")
             first[digest] = name
         return tables, hashlib.sha256("\n".join(digests).encode()).hexdigest()

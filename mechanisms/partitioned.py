@@ -126,12 +126,16 @@ def _write_part(sampler: PartSampler, start: int, rows: int, path: str, missing_
     return os.path.basename(path), written
 
 
-def _can_write(parent: str) -> str | None:
-    """In a worker: None if it can create (and remove) a file in ``parent``, else why not."""
+def _can_write(probe: str, token: str) -> str | None:
+    """In a worker: None if it sees the driver's directory ``probe`` (its token file holds
+    ``token``) and can create and remove a file in it, else why not."""
     try:
-        fd, probe = tempfile.mkstemp(prefix=".dpcore-probe-", dir=parent)
+        with open(os.path.join(probe, "token"), encoding="utf-8") as fh:
+            if fh.read() != token:
+                return "it sees another directory at that path"
+        fd, name = tempfile.mkstemp(prefix="part-", dir=probe)
         os.close(fd)
-        os.unlink(probe)
+        os.unlink(name)
     except OSError as exc:
         return exc.strerror or type(exc).__name__
     return None
@@ -139,15 +143,26 @@ def _can_write(parent: str) -> str | None:
 
 def check_workers_can_write(client: Any, directory: str | os.PathLike) -> None:
     """Refuse, before a fit spends anything, a partitioned output that some worker of
-    ``client`` cannot write: the parts go to a directory beside ``directory``, written by the
-    workers, which must see the driver's paths (a cluster without that mount would fail
-    every part after the whole budget was spent)."""
+    ``client`` cannot write. The parts go to a directory the driver makes beside
+    ``directory`` (mode 0700, its owner), written by the workers: so the probe is such a
+    directory, and each worker must find the driver's token in it (the same mount, not a
+    local directory at the same path) and write a file there (the same user, or rights)."""
+    import secrets
     parent = os.path.dirname(os.path.abspath(os.fspath(directory)))
-    for worker, problem in sorted(client.run(_can_write, parent).items()):
-        if problem is not None:
-            raise InvalidArgumentError(f"worker {worker} cannot write in {parent!r} "
-                                       f"({problem}); the workers write the parts, so they must "
-                                       f"see the driver's output directory")
+    probe = tempfile.mkdtemp(prefix=f".{os.path.basename(os.fspath(directory))}.", suffix=".probe",
+                             dir=parent)
+    try:
+        token = secrets.token_hex(16)
+        with open(os.path.join(probe, "token"), "w", encoding="utf-8") as fh:
+            fh.write(token)
+        for worker, problem in sorted(client.run(_can_write, probe, token).items()):
+            if problem is not None:
+                raise InvalidArgumentError(
+                    f"worker {worker} cannot write the parts beside {os.fspath(directory)!r} "
+                    f"({problem}); the workers write them into a directory the driver makes, "
+                    f"so they must see the driver's files and may write there")
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def write_partitions(sampler: PartSampler, directory: str | os.PathLike, *, client: Any,

@@ -231,22 +231,41 @@ def _replace_locked(path: str, fd: int, data: bytes) -> int:
     (rewriting in place could leave a prefix that ``--repair`` would accept, forgetting spent
     budget), and readers see either whole. The lock moves with the content: the new file is
     locked before its rename, and a process that opened the old file meanwhile finds it no
-    longer at ``path`` once it gets the old lock (:func:`_is_current`)."""
+    longer at ``path`` once it gets the old lock (:func:`_is_current`). The new file keeps the
+    old one's owner, group and mode; where a new file cannot stand for the old one (other
+    hard links to it, an owner this process cannot give, a bind-mounted file) the ledger is
+    refused, unchanged."""
+    def refuse(why: str) -> LedgerError:
+        return LedgerError(f"ledger {path!r} is not in dpcore's line format and cannot be "
+                           f"rewritten safely ({why}): write it back in that format by hand "
+                           f"(Ledger.load(path).save(new_path), then put it in place)")
+
+    held = os.fstat(fd)
+    if held.st_nlink > 1:    # a new file would leave the other names on the old record
+        raise refuse(f"it has {held.st_nlink} names (hard links)")
     target = os.path.realpath(path)           # a link to the ledger stays a link
     directory = os.path.dirname(target)
     try:
         new, tmp = tempfile.mkstemp(prefix=".ledger-", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise LedgerError(f"ledger {path!r} is not in dpcore's line format and cannot be "
-                          f"rewritten safely beside it ({exc.strerror}): write it back in that "
-                          f"format (Ledger.load(path).save(new_path)) or make its directory "
-                          f"writable") from None
+        raise refuse(f"no file can be made beside it: {exc.strerror}") from None
     try:
-        os.fchmod(new, os.fstat(fd).st_mode & 0o7777)
+        try:                 # the same owner, group and mode as the file it replaces
+            if (held.st_uid, held.st_gid) != (os.geteuid(), os.getegid()):
+                os.fchown(new, held.st_uid, held.st_gid)
+            os.fchmod(new, held.st_mode & 0o7777)
+        except PermissionError:
+            raise refuse("its owner or group cannot be kept") from None
         _write_at(new, data, 0)
         os.fsync(new)
         fcntl.flock(new, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.replace(tmp, target)
+        if not _is_current(fd, target):       # the path no longer names the locked file
+            raise LedgerInUseError(f"ledger {path!r} was moved while it was being opened; "
+                                   f"try again")
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:                 # a bind-mounted file, another device, ...
+            raise refuse(f"it cannot be replaced: {exc.strerror}") from None
     except BaseException:
         os.close(new)
         try:

@@ -267,6 +267,24 @@ def test_the_rewritten_ledger_keeps_its_lock_and_its_link(saved, tmp_path):
     assert Ledger.load(path) == g.ledger and len(g.ledger) == len(f.ledger) + 1
 
 
+def test_a_rewritten_ledger_keeps_its_owner_and_a_hard_linked_one_is_refused(saved, tmp_path):
+    # review 16: a new file in place of a hard-linked ledger would leave the other name on the
+    # old record (a later run through it would see less spent); the owner must carry over
+    path, f = saved
+    pretty = _reformat(path)
+    alias = tmp_path / "alias.json"
+    os.link(path, alias)
+    with pytest.raises(LedgerError, match="2 names"):
+        PrivacyFilter.resume(path)
+    assert path.read_text() == pretty and os.path.samefile(path, alias)
+    alias.unlink()
+    if os.geteuid() == 0:                     # only root can give a file away
+        os.chown(path, 1234, 4321)
+        PrivacyFilter.resume(path).close()
+        assert (os.stat(path).st_uid, os.stat(path).st_gid) == (1234, 4321)
+        assert _in_line_format(path)
+
+
 def test_a_run_that_opened_the_ledger_before_it_was_rewritten_is_refused(saved, monkeypatch):
     # Run B opens the file; run A rewrites it (rename) and finishes; B then gets the old file's
     # lock, free again. B must not append to a file no path names any more.

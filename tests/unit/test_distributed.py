@@ -202,7 +202,7 @@ def test_no_record_is_counted_twice(client, files):
     (folder / "part0.parquet").unlink()
     (folder / "copy.csv").write_bytes(part.read_bytes())
     table = DistributedTable(str(folder), SCHEMA, client=client)
-    with pytest.raises(InvalidArgumentError, match="same records in the same order"):
+    with pytest.raises(InvalidArgumentError, match="same encoded values in the same order"):
         table.prefetch([("a",)])
 
 
@@ -228,7 +228,7 @@ def test_a_table_written_twice_is_refused_whatever_names_it(client, files):
         expand_paths([str(part), str(part)])
     # a copy with other line endings (other bytes, the same records) is found by its codes
     (folder / "crlf.csv").write_bytes(part.read_bytes().replace(b"\n", b"\r\n"))
-    with pytest.raises(InvalidArgumentError, match="same records in the same order"):
+    with pytest.raises(InvalidArgumentError, match="same encoded values in the same order"):
         DistributedTable(str(folder / "*.csv"), SCHEMA, client=client).prefetch([("a",)])
     (folder / "crlf.csv").unlink()
     # as with a glob, a directory's hidden files are not read; a subdirectory named like an
@@ -236,11 +236,21 @@ def test_a_table_written_twice_is_refused_whatever_names_it(client, files):
     (folder / ".part0.csv").write_bytes(part.read_bytes())
     (folder / "csv").mkdir()
     assert expand_paths(str(folder)) == expand_paths(str(folder / "*.csv"))
-    # two equal partitions of a Dask DataFrame are refused the same way
+    # two equal partitions of a Dask DataFrame are refused the same way; empty ones (a
+    # filtered frame's) hold no record to count twice
     frame = pd.read_csv(part, dtype=str)
     twice = dd.concat([dd.from_pandas(frame, npartitions=1)] * 2)
     with pytest.raises(InvalidArgumentError, match="'partition 0' and 'partition 1'"):
         DistributedTable(twice, SCHEMA, client=client).prefetch([("a",)])
+    sparse = dd.from_pandas(frame, npartitions=5)
+    sparse = sparse[sparse.a == "q"]                  # every partition empty
+    DistributedTable(sparse, SCHEMA, client=client).prefetch([("a",)])
+    # the extension rule is about .csv/.parquet/.pq, and names, not link targets
+    other = folder / "other"
+    other.mkdir()
+    for name in ("t.csv.0", "t.csv.1", "x", "x.csv"):
+        (other / name).write_text("a,b,c,d\n")
+    assert len(expand_paths([str(p) for p in other.iterdir()])) == 4
 
 
 def test_workers_return_failures_and_name_no_data(client, files):

@@ -2,6 +2,8 @@
 part, the rows of the single-machine writer for the same seed; the write is atomic."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -205,7 +207,8 @@ def test_a_killed_writer_leaves_no_partial_file_in_the_published_directory(
 
     def killed_once(sampler, start, rows, path, *args):
         if start == BLOCK:              # what a killed first attempt leaves behind
-            open(f"{path}.x1y2.tmp", "wb").close()
+            folder, name = os.path.split(path)
+            open(os.path.join(folder, f".{name}.x1y2.tmp"), "wb").close()
         return real(sampler, start, rows, path, *args)
 
     monkeypatch.setattr(partitioned, "_write_part", killed_once)
@@ -222,13 +225,19 @@ def test_workers_that_cannot_write_the_parts_are_found_before_any_charge(
     import json
 
     from dpcore.cli import main
-    with pytest.raises(ValueError, match="cannot write in .*nowhere"):
-        partitioned.check_workers_can_write(client, tmp_path / "nowhere" / "out")
     partitioned.check_workers_can_write(client, tmp_path / "out")     # this one they can
+    assert list(tmp_path.iterdir()) == []                              # the probe is gone
+    # a worker with its own directory at the driver's path does not find the driver's token
+    real = partitioned._can_write
+    monkeypatch.setattr(partitioned, "_can_write", lambda probe, token: real(probe, "other"))
+    with pytest.raises(ValueError, match="sees another directory"):
+        partitioned.check_workers_can_write(client, tmp_path / "out")
+    monkeypatch.undo()
+    monkeypatch.setattr(junction_tree, "SAMPLE_BLOCK", BLOCK)
     df, schema = adult()
     df.iloc[:500].to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "schema.json").write_text(json.dumps(schema.to_dict()))
-    monkeypatch.setattr(partitioned, "_can_write", lambda parent: "No such file or directory")
+    monkeypatch.setattr(partitioned, "_can_write", lambda probe, token: "Permission denied")
     assert main(["synth", "--engine", "dask", "--scheduler", client.scheduler.address,
                  "--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "schema.json"),
                  "--mechanism", "mst", "--epsilon", "1", "--delta", "1e-9", "--quiet",

@@ -149,7 +149,19 @@ void bind_csv(py::module_& m) {
           "statuses of split_csv (after which the next split starts afresh). Copies what it\n"
           "keeps: the buffer may be reused.")
       .def("reset", &dpcore::CsvSplitter::reset,
-           "Drop every column's texts: the next split starts afresh.");
+           "Drop every column's texts: the next split starts afresh.")
+      .def(
+          "set_integer_steps",
+          [](dpcore::CsvSplitter& self, std::size_t column, const std::vector<std::int64_t>& starts,
+             const std::vector<std::int32_t>& codes, std::int64_t last) {
+            self.set_integer_steps(column, starts, codes, last);
+          },
+          py::arg("column"), py::arg("starts"), py::arg("codes"), py::arg("last"),
+          "From the next split on, a field of `column` that is a decimal integer written the\n"
+          "one way (optional '-', 1 to 18 digits, no leading zero, not \"-0\") with a value x\n"
+          "in starts[0]..last gets codes[i] for the last i with starts[i] <= x, without a\n"
+          "text lookup; the column's other fields get -(position + 1) (their texts as\n"
+          "before). Empty starts: off.");
   using Int64s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
   using Flags = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
   m.def(

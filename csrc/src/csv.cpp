@@ -315,6 +315,57 @@ inline std::uint64_t ends_mask(const char* p, char sep) {
 #endif
 }
 
+// A column's integer fast path (CsvSplitter::set_integer_steps): the code of a field that is
+// a decimal integer written the one way, from a step function over its value.
+struct IntegerSteps {
+  std::vector<std::int64_t> starts;   // strictly increasing; empty: off
+  std::vector<std::int32_t> codes;    // codes[i] for starts[i] <= x < starts[i + 1]
+  std::int64_t last = 0;              // the largest value taken
+  std::vector<std::int32_t> table;    // a short range: the code of each value from starts[0]
+
+  bool on() const { return !starts.empty(); }
+
+  // A range of up to kTable values gets a direct table (at most 256 KiB, in cache); a longer
+  // one (Adult's fnlwgt: 1.5 million) a binary search over its few starts.
+  static constexpr std::int64_t kTable = std::int64_t{1} << 16;
+  void prepare() {
+    table.clear();
+    if (starts.empty() || last - starts.front() >= kTable) return;
+    table.resize(std::size_t(last - starts.front() + 1));
+    for (std::size_t i = 0, v = 0; v < table.size(); ++v) {
+      while (i + 1 < starts.size() && starts[i + 1] - starts.front() <= std::int64_t(v)) ++i;
+      table[v] = codes[i];
+    }
+  }
+
+  // The field's code, or -1 when it is not such an integer or lies outside the steps (it
+  // is then looked up as a text). At most 18 digits: no overflow, and the value is exact in
+  // a double, so the caller's encoder (which parses floats) saw the same number.
+  std::int32_t code(const char* p, std::size_t size) const {
+    const std::size_t sign = size > 0 && p[0] == '-' ? 1 : 0;
+    const std::size_t digits = size - sign;
+    if (digits == 0 || digits > 18) return -1;
+    if (p[sign] == '0' && (digits > 1 || sign == 1)) return -1;   // "007", "-0": texts
+    std::int64_t v = 0;
+    for (std::size_t i = sign; i < size; ++i) {
+      const unsigned d = unsigned(static_cast<unsigned char>(p[i])) - unsigned('0');
+      if (d > 9) return -1;
+      v = v * 10 + std::int64_t(d);
+    }
+    if (sign) v = -v;
+    if (v < starts.front() || v > last) return -1;
+    if (!table.empty()) return table[std::size_t(v - starts.front())];
+    // the last start <= v, without branches on the data (a value's step is not predictable)
+    const std::int64_t* at = starts.data();
+    for (std::size_t n = starts.size(); n > 1;) {
+      const std::size_t half = n / 2;
+      at = at[half] <= v ? at + half : at;
+      n -= half;
+    }
+    return codes[std::size_t(at - starts.data())];
+  }
+};
+
 inline int lowest_bit(std::uint64_t m) {
 #if defined(__GNUC__) || defined(__clang__)
   return __builtin_ctzll(m);
@@ -334,11 +385,17 @@ void check_split_arguments(char sep, std::size_t columns) {
     throw InvalidArgument("the delimiter cannot be a line feed, a carriage return or a quote");
 }
 
-// The split itself, into out->index (positions from each column's index); out->texts is
-// left to the caller.
+// The split itself, into out->index (positions from each column's index; with `steps`, a
+// column whose steps are on gets codes and -(position + 1), CsvSplitter::set_integer_steps);
+// out->texts is left to the caller.
 CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& index,
-                     CsvBlock* out, std::size_t* row) {
+                     const std::vector<IntegerSteps>* steps, CsvBlock* out,
+                     std::size_t* row) {
   const std::size_t columns = index.size();
+  std::vector<const IntegerSteps*> fast(columns, nullptr);
+  if (steps != nullptr)
+    for (std::size_t j = 0; j < columns; ++j)
+      if ((*steps)[j].on()) fast[j] = &(*steps)[j];
   out->index.assign(columns, {});
   out->texts.assign(columns, {});
   out->first.assign(columns, 0);
@@ -364,6 +421,7 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
     std::size_t start, size;
     std::uint64_t hash;
     Head head;
+    std::int32_t code = -1;   // from the column's integer steps; -1: looked up as a text
   };
   std::vector<Field> fields(batch_lines * columns);
   std::size_t filled = 0;     // fields of the batch so far
@@ -373,6 +431,8 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
     for (std::size_t l = 0, k = 0; l < lines; ++l) {
       for (std::size_t j = 0; j < columns; ++j, ++k) {
         Field& f = fields[k];
+        if (fast[j] != nullptr && (f.code = fast[j]->code(base + f.start, f.size)) >= 0)
+          continue;                             // no text, no lookup
         f.head = TextIndex::key(base + f.start, f.size, end, &f.hash);
         index[j].prefetch(f.hash);
       }
@@ -380,7 +440,12 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
     for (std::size_t l = 0, k = 0; l < lines; ++l) {
       for (std::size_t j = 0; j < columns; ++j, ++k) {
         const Field& f = fields[k];
-        out->index[j][done + l] = index[j].position(base + f.start, f.size, f.head, f.hash);
+        if (f.code >= 0) {
+          out->index[j][done + l] = f.code;
+          continue;
+        }
+        const std::int32_t at = index[j].position(base + f.start, f.size, f.head, f.hash);
+        out->index[j][done + l] = fast[j] != nullptr ? -at - 1 : at;
       }
     }
     done += lines;
@@ -450,7 +515,7 @@ CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBloc
   std::vector<TextIndex> index;
   index.reserve(columns);
   for (std::size_t j = 0; j < columns; ++j) index.emplace_back(false);
-  const CsvSplit status = split_lines(data, sep, index, out, row);
+  const CsvSplit status = split_lines(data, sep, index, nullptr, out, row);
   if (status == CsvSplit::kPlain)
     for (std::size_t j = 0; j < columns; ++j) out->texts[j] = index[j].take_texts();
   return status;
@@ -458,6 +523,7 @@ CsvSplit split_csv(std::string_view data, char sep, std::size_t columns, CsvBloc
 
 struct CsvSplitter::Columns {
   std::vector<TextIndex> index;
+  std::vector<IntegerSteps> steps;
 };
 
 CsvSplitter::CsvSplitter(char sep, std::size_t columns, std::size_t keep)
@@ -465,6 +531,29 @@ CsvSplitter::CsvSplitter(char sep, std::size_t columns, std::size_t keep)
   check_split_arguments(sep, columns);
   columns_->index.reserve(columns);
   for (std::size_t j = 0; j < columns; ++j) columns_->index.emplace_back(true);
+  columns_->steps.resize(columns);
+}
+
+void CsvSplitter::set_integer_steps(std::size_t column, std::vector<std::int64_t> starts,
+                                    std::vector<std::int32_t> codes, std::int64_t last) {
+  if (column >= columns_->steps.size())
+    throw InvalidArgument("column " + std::to_string(column) + " outside 0.." +
+                          std::to_string(columns_->steps.size()) + " - 1");
+  if (starts.size() != codes.size())
+    throw InvalidArgument("integer steps: " + std::to_string(starts.size()) + " starts but " +
+                          std::to_string(codes.size()) + " codes");
+  for (std::size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] <= starts[i - 1])
+      throw InvalidArgument("integer steps: the starts must increase strictly");
+  for (const std::int32_t c : codes)
+    if (c < 0) throw InvalidArgument("integer steps: a code is negative");
+  if (!starts.empty() && last < starts.front())
+    throw InvalidArgument("integer steps: the last value lies before the first start");
+  IntegerSteps& s = columns_->steps[column];
+  s.starts = std::move(starts);
+  s.codes = std::move(codes);
+  s.last = last;
+  s.prepare();
 }
 
 CsvSplitter::~CsvSplitter() = default;
@@ -484,7 +573,7 @@ CsvSplit CsvSplitter::split(std::string_view data, CsvBlock* out, std::size_t* r
   }
   CsvSplit status;
   try {
-    status = split_lines(data, sep_, index, out, row);
+    status = split_lines(data, sep_, index, &columns_->steps, out, row);
   } catch (...) {
     reset();      // a split cut short by an error leaves nothing kept: start afresh
     throw;

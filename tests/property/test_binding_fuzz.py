@@ -225,6 +225,38 @@ def _check_splitter(blocks, sep, columns, keep):
             assert [kept[j][p] for p in positions] == [wtexts[p] for p in wpos]
 
 
+def _check_integer_steps(column, starts, codes, last, cells):
+    """set_integer_steps refuses a bad table (a typed error) and otherwise gives each canonical
+    integer in range its step's code (brute force), every other cell its text."""
+    import bisect
+    import re
+    splitter = _core.CsvSplitter(",", 2, 8)
+    ok = call(lambda: splitter.set_integer_steps(column, starts, codes, last) or True)
+    typed = all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**31
+                for v in [column, last, *(starts if isinstance(starts, list) else [None]),
+                          *(codes if isinstance(codes, list) else [None])])
+    if not typed:
+        return
+    valid = (0 <= column < 2 and len(starts) == len(codes) and all(c >= 0 for c in codes)
+             and all(a < b for a, b in zip(starts, starts[1:]))
+             and (not starts or last >= starts[0]))
+    assert bool(ok) == valid
+    if not ok:
+        return
+    status, rows, parts = splitter.split("".join(
+        f"{c},z\n" if column == 0 else f"z,{c}\n" for c in cells).encode())
+    assert status == "plain" and rows == len(cells)
+    positions, texts, _ = parts[column]
+    for cell, p in zip(cells, positions.tolist()):
+        whole = re.fullmatch(r"-?[1-9][0-9]{0,17}|0", cell) is not None
+        if starts and whole and starts[0] <= int(cell) <= last:
+            assert p == codes[bisect.bisect_right(starts, int(cell)) - 1]
+        elif starts:
+            assert p < 0 and texts[~p] == cell
+        else:
+            assert p >= 0 and texts[p] == cell
+
+
 def _check_format_csv(columns, sep, eol, missing):
     out = call(_core.format_csv, columns, sep, eol, missing)
     if out is not None:     # the rows a plain Python formatter makes of the same columns
@@ -368,6 +400,12 @@ CASES = {
         st.lists(either(st.text(alphabet="ab,;\n\r\"é", max_size=30).map(
             lambda t: t.encode("utf-8")) | st.binary(max_size=12)), max_size=4),
         st.sampled_from([",", ";"]), st.integers(1, 3), st.integers(0, 3)),
+    "CsvSplitter.set_integer_steps": st.builds(
+        lambda c, s, k, last, cells: lambda: _check_integer_steps(c, s, k, last, cells),
+        either(st.integers(-1, 2)), either(st.lists(st.integers(-30, 30), max_size=5)),
+        either(st.lists(st.integers(-1, 9), max_size=5)), either(st.integers(-40, 40)),
+        st.lists(st.integers(-50, 50).map(str) | st.sampled_from(
+            ["007", "-0", "+1", "1.0", "", " 1", "-", "1" * 19, "x"]), min_size=1, max_size=8)),
     "CsvSplitter.reset": st.builds(
         lambda k: lambda: _core.CsvSplitter(",", k, 1).reset(), st.integers(1, 3)),
     "format_csv": st.builds(

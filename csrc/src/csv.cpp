@@ -413,43 +413,58 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
   const char* base = data.data();
   const char* end = base + data.size();
   const std::size_t n = data.size();
-  // Fields are looked up a batch of lines at a time: first every field's hash, fetching its
-  // slot, then the lookups. A large column's table (Adult's fnlwgt: 28,000 texts a block,
-  // 2 MiB of slots) misses the cache on most lookups; fetched ahead, the misses overlap.
-  const std::size_t batch_lines = std::max<std::size_t>(1, 1024 / columns);
+  std::vector<std::int32_t*> dst(columns);      // each column's rows (no vector per write)
+  for (std::size_t j = 0; j < columns; ++j) dst[j] = out->index[j].data();
+  // A field is looked up as soon as it is found: a small table (a categorical column's few
+  // dozen texts) is in the cache, and a numeric column's integers skip the table (steps).
+  // A column whose table is large when the block starts (many distinct texts, no steps)
+  // misses the cache on most lookups: its fields wait in a batch, whose slots are fetched
+  // ahead (hash first, then the lookups), so the misses overlap.
+  constexpr std::size_t kInlineTexts = 1024;    // 32 KiB of slots
+  std::vector<char> batched(columns, 0);
+  for (std::size_t j = 0; j < columns; ++j) batched[j] = index[j].size() > kInlineTexts;
   struct Field {
-    std::size_t start, size;
+    std::size_t start, size, line, column;
     std::uint64_t hash;
     Head head;
-    std::int32_t code = -1;   // from the column's integer steps; -1: looked up as a text
   };
-  std::vector<Field> fields(batch_lines * columns);
+  std::vector<Field> fields(1024);
   std::size_t filled = 0;     // fields of the batch so far
-  std::size_t done = 0;       // lines whose positions are written
   auto flush = [&]() {
-    const std::size_t lines = filled / columns;
-    for (std::size_t l = 0, k = 0; l < lines; ++l) {
-      for (std::size_t j = 0; j < columns; ++j, ++k) {
-        Field& f = fields[k];
-        if (fast[j] != nullptr && (f.code = fast[j]->code(base + f.start, f.size)) >= 0)
-          continue;                             // no text, no lookup
-        f.head = TextIndex::key(base + f.start, f.size, end, &f.hash);
-        index[j].prefetch(f.hash);
-      }
+    for (std::size_t k = 0; k < filled; ++k) {
+      Field& f = fields[k];
+      f.head = TextIndex::key(base + f.start, f.size, end, &f.hash);
+      index[f.column].prefetch(f.hash);
     }
-    for (std::size_t l = 0, k = 0; l < lines; ++l) {
-      for (std::size_t j = 0; j < columns; ++j, ++k) {
-        const Field& f = fields[k];
-        if (f.code >= 0) {
-          out->index[j][done + l] = f.code;
-          continue;
-        }
-        const std::int32_t at = index[j].position(base + f.start, f.size, f.head, f.hash);
-        out->index[j][done + l] = fast[j] != nullptr ? -at - 1 : at;
-      }
+    for (std::size_t k = 0; k < filled; ++k) {   // in order: positions in order of sight
+      const Field& f = fields[k];
+      const std::int32_t at = index[f.column].position(base + f.start, f.size, f.head, f.hash);
+      dst[f.column][f.line] = fast[f.column] != nullptr ? -at - 1 : at;
     }
-    done += lines;
     filled = 0;
+  };
+  // The field [s, s + size) of the current line, column j.
+  auto emit = [&](std::size_t j, std::size_t s, std::size_t size, std::size_t line) {
+    if (line >= lines_guess)                    // the rows were sized by the line count
+      throw InvalidArgument("the CSV block changed while it was being split (more lines "
+                            "than counted)");
+    const char* p = base + s;
+    if (fast[j] != nullptr) {
+      const std::int32_t code = fast[j]->code(p, size);
+      if (code >= 0) {                          // no text, no lookup
+        dst[j][line] = code;
+        return;
+      }
+    }
+    if (batched[j]) {
+      fields[filled++] = Field{s, size, line, j, 0, {}};
+      if (filled == fields.size()) flush();
+      return;
+    }
+    std::uint64_t hash;
+    const Head head = TextIndex::key(p, size, end, &hash);
+    const std::int32_t at = index[j].position(p, size, head, hash);
+    dst[j][line] = fast[j] != nullptr ? -at - 1 : at;
   };
   std::size_t start = 0;      // where the current field starts
   std::size_t field = 0;      // the current field's column in its line
@@ -464,7 +479,7 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
         status = CsvSplit::kRagged;
         return false;
       }
-      fields[filled++] = Field{start, e - start, 0, {}};
+      emit(field, start, e - start, line);
       ++field;
       start = e + 1;
       return true;
@@ -480,14 +495,10 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
       status = CsvSplit::kRagged;
       return false;
     }
-    if (line >= lines_guess)                    // the rows were sized by the line count
-      throw InvalidArgument("the CSV block changed while it was being split (more lines "
-                            "than counted)");
-    fields[filled++] = Field{start, stop - start, 0, {}};
+    emit(field, start, stop - start, line);
     field = 0;
     ++line;
     start = e + 1;
-    if (filled == fields.size()) flush();
     return true;
   };
   std::size_t chunk = 0;

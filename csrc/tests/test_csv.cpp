@@ -118,9 +118,61 @@ static void test_splitter_keeps_texts() {
   CHECK_THROWS(CsvSplitter('\n', 1, 1), InvalidArgument);
 }
 
+// A column with many texts kept (past 1024: looked up in prefetched batches) next to a
+// small one (looked up as found): positions in order of first sight in both.
+static void test_splitter_large_and_small_columns() {
+  CsvBlock block;
+  std::size_t row = 99;
+  CsvSplitter splitter(',', 2, 1 << 16);
+  std::string first;
+  for (int i = 0; i < 3000; ++i) first += "t" + std::to_string(i) + "," + std::to_string(i % 3) + "\n";
+  CHECK(splitter.split(first, &block, &row) == CsvSplit::kPlain && block.rows == 3000);
+  std::string second;      // old texts backwards, new ones interleaved
+  for (int i = 2999; i >= 0; --i) second += "t" + std::to_string(i) + ",x\nu" + std::to_string(i) + ",1\n";
+  CHECK(splitter.split(second, &block, &row) == CsvSplit::kPlain && block.rows == 6000);
+  CHECK(block.first[0] == 3000 && block.texts[0].size() == 3000 && block.texts[1].size() == 1);
+  for (int k = 0; k < 3000; ++k) {
+    const std::size_t r = std::size_t(2 * k);
+    CHECK(block.index[0][r] == 2999 - k);                 // kept: its first block's position
+    CHECK(block.index[0][r + 1] == 3000 + k);             // new: in order of sight
+    CHECK(block.texts[0][std::size_t(k)] == "u" + std::to_string(2999 - k));
+    CHECK(block.index[1][r] == 3 && block.index[1][r + 1] == 1);
+  }
+}
+
+// Integer steps: a canonical integer in range gets its step's code; any other text keeps
+// its position, marked -(position + 1); bad tables are refused.
+static void test_splitter_integer_steps() {
+  using Positions = std::vector<std::int32_t>;
+  CsvBlock block;
+  std::size_t row = 99;
+  CsvSplitter splitter(',', 2, 100);
+  splitter.set_integer_steps(1, {-5, 0, 10}, {7, 8, 9}, 20);
+  CHECK(splitter.split("a,-5\na,-1\na,0\na,10\na,20\na,21\na,007\na,-0\na,x\na,21\n"
+                       "a,999999999999999999\na,9999999999999999999\n", &block, &row) ==
+        CsvSplit::kPlain);
+  CHECK((block.index[1] == Positions{7, 7, 8, 9, 9, -1, -2, -3, -4, -1, -5, -6}));
+  CHECK(block.texts[1].size() == 6 && block.texts[1][0] == "21" && block.texts[1][3] == "x");
+  CHECK((block.index[0] == Positions(12, 0)));       // the other column: texts as before
+  // a long range: the binary search
+  splitter.set_integer_steps(0, {0, 100000, 1000000}, {1, 2, 3}, 2000000);
+  CHECK(splitter.split("99999,0\n100000,0\n1999999,0\n2000001,0\n", &block, &row) ==
+        CsvSplit::kPlain);
+  CHECK((block.index[0] == Positions{1, 2, 3, -2}));   // "a" kept at 0
+  splitter.set_integer_steps(0, {}, {}, 0);          // off: texts again
+  CHECK(splitter.split("5,0\n", &block, &row) == CsvSplit::kPlain && block.index[0][0] >= 0);
+  CHECK_THROWS(splitter.set_integer_steps(2, {0}, {0}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {0, 1}, {0}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {1, 1}, {0, 1}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {0}, {-1}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {5}, {0}, 4), InvalidArgument);
+}
+
 int main() {
   test_rows();
   test_splitter_keeps_texts();
+  test_splitter_large_and_small_columns();
+  test_splitter_integer_steps();
   test_split();
   test_bad_position_refused();
   return dpcore_test::report();

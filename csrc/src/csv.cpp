@@ -366,6 +366,45 @@ struct IntegerSteps {
   }
 };
 
+// What split_lines needs to know of a block before it splits: its line feeds (to size the
+// rows) and whether it holds a quote or a carriage return. One pass (SSE2 on x86-64: 16
+// bytes a step, line feeds counted in byte lanes summed every 255 steps) instead of three.
+struct BlockBytes {
+  std::size_t lines = 0;
+  bool quote = false, cr = false;
+};
+
+inline BlockBytes scan_block(const char* p, std::size_t n) {
+  BlockBytes b;
+  std::size_t i = 0;
+#if defined(__SSE2__) && defined(__x86_64__)
+  const __m128i vn = _mm_set1_epi8('\n'), vq = _mm_set1_epi8('"'), vr = _mm_set1_epi8('\r');
+  const __m128i zero = _mm_setzero_si128();
+  __m128i any_q = zero, any_r = zero;
+  while (i + 16 <= n) {
+    __m128i counts = zero;                      // at most 255 a lane
+    const std::size_t stop = std::min(n - 15, i + 255 * 16);
+    for (; i < stop; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      counts = _mm_sub_epi8(counts, _mm_cmpeq_epi8(v, vn));
+      any_q = _mm_or_si128(any_q, _mm_cmpeq_epi8(v, vq));
+      any_r = _mm_or_si128(any_r, _mm_cmpeq_epi8(v, vr));
+    }
+    const __m128i sums = _mm_sad_epu8(counts, zero);
+    b.lines += std::size_t(_mm_cvtsi128_si64(sums)) +
+               std::size_t(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+  b.quote = _mm_movemask_epi8(any_q) != 0;
+  b.cr = _mm_movemask_epi8(any_r) != 0;
+#endif
+  for (; i < n; ++i) {
+    b.lines += p[i] == '\n';
+    b.quote = b.quote || p[i] == '"';
+    b.cr = b.cr || p[i] == '\r';
+  }
+  return b;
+}
+
 inline int lowest_bit(std::uint64_t m) {
 #if defined(__GNUC__) || defined(__clang__)
   return __builtin_ctzll(m);
@@ -401,12 +440,13 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
   out->first.assign(columns, 0);
   out->rows = 0;
   // A quote, or a carriage return that does not end a line: not for this reader.
-  if (data.find('"') != std::string_view::npos) return CsvSplit::kNotPlain;
-  for (std::size_t cr = data.find('\r'); cr != std::string_view::npos;
-       cr = data.find('\r', cr + 1))
-    if (cr + 1 >= data.size() || data[cr + 1] != '\n') return CsvSplit::kNotPlain;
-  const std::size_t lines_guess = static_cast<std::size_t>(
-      std::count(data.begin(), data.end(), '\n')) + 1;
+  const BlockBytes bytes = scan_block(data.data(), data.size());
+  if (bytes.quote) return CsvSplit::kNotPlain;
+  if (bytes.cr)
+    for (std::size_t cr = data.find('\r'); cr != std::string_view::npos;
+         cr = data.find('\r', cr + 1))
+      if (cr + 1 >= data.size() || data[cr + 1] != '\n') return CsvSplit::kNotPlain;
+  const std::size_t lines_guess = bytes.lines + 1;
   if (lines_guess > std::size_t(std::numeric_limits<std::int32_t>::max()))
     throw InvalidArgument("a CSV block holds more than 2^31 - 1 lines");
   for (std::size_t j = 0; j < columns; ++j) out->index[j].resize(lines_guess);

@@ -168,7 +168,33 @@ static void test_splitter_integer_steps() {
   CHECK_THROWS(splitter.set_integer_steps(0, {5}, {0}, 4), InvalidArgument);
 }
 
+// The block's first pass (line feeds counted in 16-byte lanes, summed every 255 steps) finds
+// a quote or a bare carriage return wherever it is, and counts every line.
+static void test_scan_finds_every_quote_and_cr() {
+  CsvBlock block;
+  std::size_t row = 99;
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "ab,c\n";   // 5000 bytes: past one 4080-byte round
+  for (std::size_t size : {std::size_t(0), std::size_t(5), std::size_t(15), std::size_t(80),
+                           std::size_t(4080), std::size_t(4085), text.size()}) {
+    CHECK(split_csv(std::string_view(text).substr(0, size), ',', 2, &block, &row) ==
+              CsvSplit::kPlain &&
+          block.rows == size / 5);
+  }
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    std::string quoted = text;
+    quoted[k] = '"';
+    CHECK(split_csv(quoted, ',', 2, &block, &row) == CsvSplit::kNotPlain);
+    std::string cr = text;
+    cr[k] = '\r';                                       // before a line feed: a CRLF end
+    const CsvSplit want = text[k + 1 < text.size() ? k + 1 : k] == '\n' && text[k] != '\n'
+                              ? CsvSplit::kPlain : CsvSplit::kNotPlain;
+    CHECK(split_csv(cr, ',', 2, &block, &row) == want);
+  }
+}
+
 int main() {
+  test_scan_finds_every_quote_and_cr();
   test_rows();
   test_splitter_keeps_texts();
   test_splitter_large_and_small_columns();

@@ -3,6 +3,7 @@
 // several-byte delimiters and line ends, a bad position refused with nothing appended).
 #include "dpcore/csv.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -159,6 +160,33 @@ static void test_splitter_integer_steps() {
   CHECK(splitter.split("99999,0\n100000,0\n1999999,0\n2000001,0\n", &block, &row) ==
         CsvSplit::kPlain);
   CHECK((block.index[0] == Positions{1, 2, 3, -2}));   // "a" kept at 0
+  // buckets of a long range (one cut by several starts): every value against brute force
+  const std::vector<std::int64_t> starts{-1000000, -3, 0, 7, 8, 5000, 123457, 1000000};
+  const std::vector<std::int32_t> codes{4, 0, 6, 1, 1, 2, 5, 3};
+  CsvSplitter wide(',', 1, 100);
+  wide.set_integer_steps(0, starts, codes, 3000000);
+  std::vector<std::int64_t> values;
+  for (std::int64_t s : starts)
+    for (std::int64_t d = -3; d <= 3; ++d) values.push_back(s + d);
+  for (std::int64_t v = 3000000 - 3; v <= 3000000 + 3; ++v) values.push_back(v);
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 5000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    values.push_back(std::int64_t(x >> 40) % 4100000 - 1050000);
+  }
+  std::string lines;
+  for (std::int64_t v : values) lines += std::to_string(v) + "\n";
+  CHECK(wide.split(lines, &block, &row) == CsvSplit::kPlain && block.rows == values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::int64_t v = values[i];
+    if (v < starts.front() || v > 3000000) {
+      CHECK(block.index[0][i] < 0);
+    } else {
+      const auto k = std::size_t(std::upper_bound(starts.begin(), starts.end(), v) -
+                                 starts.begin()) - 1;
+      CHECK(block.index[0][i] == codes[k]);
+    }
+  }
   splitter.set_integer_steps(0, {}, {}, 0);          // off: texts again
   CHECK(splitter.split("5,0\n", &block, &row) == CsvSplit::kPlain && block.index[0][0] >= 0);
   CHECK_THROWS(splitter.set_integer_steps(2, {0}, {0}, 1), InvalidArgument);

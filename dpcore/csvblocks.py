@@ -240,16 +240,11 @@ def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schem
             kept[k].extend(parts[k][1])
             tables[k] = np.concatenate([tables[k], table])
         if codes is None:
+            # each row's codes from its texts' (a numeric column's integers: the code itself)
             codes = np.empty((rows, len(schema.columns)), dtype=schema.code_dtype())
-            for j, k in enumerate(where):
-                positions = parts[k][0]
-                if k not in direct:
-                    np.take(tables[k].astype(codes.dtype), positions, out=codes[:, j])
-                    continue
-                codes[:, j] = positions         # codes, and -(position + 1) for texts
-                texts = np.flatnonzero(positions < 0)
-                if len(texts):
-                    codes[texts, j] = tables[k].astype(codes.dtype)[~positions[texts]]
+            _core.gather_codes([parts[k][0] for k in where],
+                               [np.ascontiguousarray(tables[k], dtype=np.int64) for k in where],
+                               [k in direct for k in where], codes)
             if schema.constraints:           # real rows must keep the public rules
                 from dpcore.constraints import check_derived
                 check_derived(codes, schema, row_offset=offset)

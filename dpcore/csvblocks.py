@@ -140,12 +140,17 @@ _INTEGER_TEXT = re.compile(r"-?[0-9]+")
 #: Integers a float holds exactly: the encoder parses floats, the splitter integers.
 _EXACT = 2 ** 53
 
+#: The most bins a column's integer path takes: its steps cost the encoder ~8 texts a bin
+#: once a pass (a column of 2^20 bins would cost seconds before the first block).
+MAX_STEP_BINS = 4096
+
 
 def integer_steps(col: Any, tokens: Any) -> tuple[list[int], list[int], int] | None:
     """The steps for :meth:`dpcore._core.CsvSplitter.set_integer_steps`: ``(starts, codes,
     last)`` such that the integer text of x (``str(x)``, lower <= x <= upper) encodes to the
     code of the last start <= x, or None for a column without that path (not numeric, a
-    datetime, an integer-like missing token, no integer in its bounds).
+    datetime, more than :data:`MAX_STEP_BINS` bins, an integer-like missing token, no
+    integer in its bounds).
 
     The codes are the encoder's own (:func:`dpcore.encoding._encode_column` on the texts), not
     recomputed here. A numeric column's code is a non-decreasing function of the value (bins
@@ -155,7 +160,8 @@ def integer_steps(col: Any, tokens: Any) -> tuple[list[int], list[int], int] | N
     from dpcore.encoding import EncodingError, _encode_column
     from dpcore.schema import NumericColumn
     from dpcore.datetimes import DatetimeColumn
-    if not isinstance(col, NumericColumn) or isinstance(col, DatetimeColumn):
+    if not isinstance(col, NumericColumn) or isinstance(col, DatetimeColumn) \
+            or col.bins > MAX_STEP_BINS:
         return None
     if any(isinstance(t, str) and _INTEGER_TEXT.fullmatch(t) for t in tokens):
         return None

@@ -144,3 +144,15 @@ def test_splitter_takes_only_integers_written_the_one_way():
     assert positions[:6].tolist() == [7, 7, 8, 8, 9, 9]
     assert (positions[6:] < 0).all()
     assert [texts[~p] for p in positions[6:]] == cells[6:]
+
+
+def test_no_steps_past_the_bin_cap():
+    """A column of more bins than MAX_STEP_BINS keeps the text path: its steps would cost the
+    encoder thousands of texts before the first block."""
+    edges = list(range(csvblocks.MAX_STEP_BINS + 2))
+    many = _schema({"n": {"type": "numeric", "lower": 0, "upper": edges[-1], "bins": edges,
+                          "integer": True}}, [])
+    assert csvblocks.integer_steps(many.columns[0], ()) is None
+    few = _schema({"n": {"type": "numeric", "lower": 0, "upper": 10, "bins": [0, 5, 10],
+                         "integer": True}}, [])
+    assert csvblocks.integer_steps(few.columns[0], ()) == ([0, 5], [0, 1], 10)

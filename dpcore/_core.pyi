@@ -137,6 +137,13 @@ class CsvSplitter:
         self, data: bytes | bytearray | memoryview
     ) -> tuple[str, int, list[tuple[npt.NDArray[np.int32], list[str], int]] | None]: ...
     def reset(self) -> None: ...
+    def set_integer_steps(
+        self, column: int, starts: list[int], codes: list[int], last: int
+    ) -> None: ...
+def gather_codes(
+    positions: list[npt.NDArray[np.int32]], tables: list[npt.NDArray[np.int64]],
+    direct: list[bool], out: npt.NDArray[np.unsignedinteger] | npt.NDArray[np.int64]
+) -> None: ...
 def format_csv(
     columns: list[tuple[npt.NDArray[np.integer], list[str] | None,
                         npt.NDArray[np.bool_] | None]],

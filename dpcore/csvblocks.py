@@ -17,14 +17,16 @@ exact error.
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["CSV_BLOCK_BYTES", "CsvBlockError", "KEEP_TEXTS", "NotPlainText", "iter_block_codes",
-           "iter_csv_blocks", "split_block"]
+__all__ = ["CSV_BLOCK_BYTES", "CsvBlockError", "KEEP_TEXTS", "NotPlainText", "integer_steps",
+           "iter_block_codes", "iter_csv_blocks", "split_block"]
 
 #: Bytes of CSV text split into one DataFrame (Adult: about 300,000 rows).
 CSV_BLOCK_BYTES = 32 * 2 ** 20
@@ -132,12 +134,63 @@ def iter_csv_blocks(path: str | os.PathLike, sep: str, header: list[str], *,
         yield parse(data, sep, header)
 
 
-def _frame(header: list[str], parts: list, kept: list[list[str]]) -> pd.DataFrame:
-    """A split block as :func:`split_block`'s DataFrame (each column's categories: its kept
-    texts, then the block's new ones)."""
-    return pd.DataFrame({name: pd.Categorical.from_codes(
-        positions, categories=pd.Index(texts + new, dtype=object), validate=False)
-        for name, (positions, new, _), texts in zip(header, parts, kept)})
+#: A text the splitter may read as an integer (a missing token like this turns its path off).
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
+
+#: Integers a float holds exactly: the encoder parses floats, the splitter integers.
+_EXACT = 2 ** 53
+
+#: The most bins a column's integer path takes: its steps cost the encoder ~8 texts a bin
+#: once a pass (a column of 2^20 bins would cost seconds before the first block).
+MAX_STEP_BINS = 4096
+
+
+def integer_steps(col: Any, tokens: Any) -> tuple[list[int], list[int], int] | None:
+    """The steps for :meth:`dpcore._core.CsvSplitter.set_integer_steps`: ``(starts, codes,
+    last)`` such that the integer text of x (``str(x)``, lower <= x <= upper) encodes to the
+    code of the last start <= x, or None for a column without that path (not numeric, a
+    datetime, more than :data:`MAX_STEP_BINS` bins, an integer-like missing token, no
+    integer in its bounds).
+
+    The codes are the encoder's own (:func:`dpcore.encoding._encode_column` on the texts), not
+    recomputed here. A numeric column's code is a non-decreasing function of the value (bins
+    between sorted edges), so it can change only at an integer next to an edge: the function
+    is sampled at both ends of every stretch between those candidates, and a stretch whose
+    ends disagree turns the path off rather than guess."""
+    from dpcore.encoding import EncodingError, _encode_column
+    from dpcore.schema import NumericColumn
+    from dpcore.datetimes import DatetimeColumn
+    if not isinstance(col, NumericColumn) or isinstance(col, DatetimeColumn) \
+            or col.bins > MAX_STEP_BINS:
+        return None
+    if any(isinstance(t, str) and _INTEGER_TEXT.fullmatch(t) for t in tokens):
+        return None
+    if not (math.isfinite(col.lower) and math.isfinite(col.upper)):
+        return None
+    lo, hi = max(math.ceil(col.lower), -_EXACT), min(math.floor(col.upper), _EXACT)
+    if lo > hi:
+        return None
+    cand = {lo, hi + 1}
+    for e in col.edges:
+        if math.isfinite(e) and -_EXACT <= e <= _EXACT:
+            cand.update(math.floor(e) + d for d in (-1, 0, 1, 2))
+    starts = sorted(c for c in cand if lo <= c <= hi + 1)   # hi + 1: the end, not a stretch
+    probes = sorted({c for c in starts[:-1]} | {c - 1 for c in starts[1:]})
+    try:
+        got = _encode_column(col, pd.Series([str(x) for x in probes], dtype=object), tokens,
+                             0, False)
+    except EncodingError:
+        return None
+    code = dict(zip(probes, got.tolist()))
+    out_starts: list[int] = []
+    out_codes: list[int] = []
+    for a, b in zip(starts, starts[1:]):
+        if code[a] != code[b - 1] or code[a] < 0 or code[a] >= 2 ** 31:
+            return None
+        if not out_codes or out_codes[-1] != code[a]:
+            out_starts.append(a)
+            out_codes.append(code[a])
+    return out_starts, out_codes, hi
 
 
 def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schema: Any, *,
@@ -155,6 +208,14 @@ def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schem
     from dpcore.encoding import EncodingError, _encode_column, check_columns, encode_frame
     splitter = _core.CsvSplitter(sep, len(header), min(1 << 16, KEEP_TEXTS // len(header)))
     where = [header.index(c.name) if c.name in header else -1 for c in schema.columns]
+    # numeric columns: an integer text's code comes from the splitter's steps (no text);
+    # the column's other texts as any column's, their rows marked -(position + 1)
+    direct = set()
+    for col, k in zip(schema.columns, where):
+        steps = integer_steps(col, schema.missing_values) if k >= 0 else None
+        if steps is not None:
+            splitter.set_integer_steps(k, *steps)
+            direct.add(k)
     kept: list[list[str]] = [[] for _ in header]        # each column's texts so far
     tables = [np.empty(0, dtype=np.int64) for _ in header]   # and their codes
     offset = 0
@@ -172,23 +233,24 @@ def iter_block_codes(path: str | os.PathLike, sep: str, header: list[str], schem
                                        schema.missing_values, 0, False)
                      for col, k in zip(schema.columns, where) if parts[k][1]}
         except EncodingError:
-            codes = encode_frame(_frame(header, parts, kept), schema, row_offset=offset,
+            # the whole block's texts, encoded as a frame: the exact error (earliest bad row)
+            codes = encode_frame(split_block(data, sep, header), schema, row_offset=offset,
                                  debug=debug)
-            # (it raises; were it to pass, the new texts' codes are read off its rows)
+            # (it raises; were it to pass, its codes are the block's, and the texts this
+            # block added have no codes: every column starts afresh)
+            splitter.reset()
+            kept = [[] for _ in header]
+            tables = [np.empty(0, dtype=np.int64) for _ in header]
             fresh = {}
-            for j, k in enumerate(where):
-                positions, new, first = parts[k]
-                if new:
-                    fresh[k] = np.empty(len(new), dtype=np.int64)
-                    at = positions.astype(np.int64) - first
-                    fresh[k][at[at >= 0]] = codes[at >= 0, j]
         for k, table in fresh.items():
             kept[k].extend(parts[k][1])
             tables[k] = np.concatenate([tables[k], table])
         if codes is None:
+            # each row's codes from its texts' (a numeric column's integers: the code itself)
             codes = np.empty((rows, len(schema.columns)), dtype=schema.code_dtype())
-            for j, k in enumerate(where):
-                np.take(tables[k].astype(codes.dtype), parts[k][0], out=codes[:, j])
+            _core.gather_codes([parts[k][0] for k in where],
+                               [np.ascontiguousarray(tables[k], dtype=np.int64) for k in where],
+                               [k in direct for k in where], codes)
             if schema.constraints:           # real rows must keep the public rules
                 from dpcore.constraints import check_derived
                 check_derived(codes, schema, row_offset=offset)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,49 @@ std::vector<double> doubles(const py::handle& obj, const std::string& what) {
   return std::vector<double>(a.data(), a.data() + a.size());
 }
 
+// gather_codes for an output of T: every table's codes are checked to fit T, every position
+// to lie in its table, before anything is written.
+using GatherPositions = py::array_t<std::int32_t, py::array::c_style>;
+using GatherTable = py::array_t<std::int64_t, py::array::c_style>;
+
+template <typename T>
+void gather_into(const std::vector<GatherPositions>& positions,
+                 const std::vector<GatherTable>& tables, const std::vector<bool>& direct,
+                 py::array& out) {
+  const std::size_t columns = positions.size();
+  const std::size_t rows = columns == 0 ? 0 : std::size_t(positions[0].size());
+  constexpr auto top = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+  std::vector<const std::int32_t*> pos(columns);
+  std::vector<const std::int64_t*> table(columns);
+  for (std::size_t j = 0; j < columns; ++j) {
+    const GatherTable& t = tables[j];
+    const auto size = static_cast<std::int64_t>(t.size());
+    for (std::int64_t k = 0; k < size; ++k)
+      if (t.data()[k] < 0 || static_cast<std::uint64_t>(t.data()[k]) > top)
+        throw dpcore::InvalidArgument("column " + std::to_string(j) + ": code " +
+                                      std::to_string(t.data()[k]) + " does not fit the output");
+    const std::int32_t* p = positions[j].data();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const bool bad = p[r] >= 0 ? (direct[j] ? std::uint64_t(p[r]) > top : p[r] >= size)
+                                 : !direct[j] || -std::int64_t(p[r]) - 1 >= size;
+      if (bad)
+        throw dpcore::InvalidArgument("column " + std::to_string(j) + ", row " +
+                                      std::to_string(r) + ": position " + std::to_string(p[r]) +
+                                      " outside its table of " + std::to_string(size));
+    }
+    pos[j] = p;
+    table[j] = t.data();
+  }
+  T* o = static_cast<T*>(out.mutable_data());
+  // row by row: the output's rows are written once, in order
+  for (std::size_t r = 0; r < rows; ++r, o += columns)
+    for (std::size_t j = 0; j < columns; ++j) {
+      const std::int32_t p = pos[j][r];
+      o[j] = p >= 0 && direct[j] ? static_cast<T>(p)
+                                 : static_cast<T>(table[j][p >= 0 ? p : -std::int64_t(p) - 1]);
+    }
+}
+
 }  // namespace
 
 void bind_csv(py::module_& m) {
@@ -149,7 +193,60 @@ void bind_csv(py::module_& m) {
           "statuses of split_csv (after which the next split starts afresh). Copies what it\n"
           "keeps: the buffer may be reused.")
       .def("reset", &dpcore::CsvSplitter::reset,
-           "Drop every column's texts: the next split starts afresh.");
+           "Drop every column's texts: the next split starts afresh.")
+      .def(
+          "set_integer_steps",
+          [](dpcore::CsvSplitter& self, std::size_t column, const std::vector<std::int64_t>& starts,
+             const std::vector<std::int32_t>& codes, std::int64_t last) {
+            self.set_integer_steps(column, starts, codes, last);
+          },
+          py::arg("column"), py::arg("starts"), py::arg("codes"), py::arg("last"),
+          "From the next split on, a field of `column` that is a decimal integer written the\n"
+          "one way (optional '-', 1 to 18 digits, no leading zero, not \"-0\") with a value x\n"
+          "in starts[0]..last gets codes[i] for the last i with starts[i] <= x, without a\n"
+          "text lookup; the column's other fields get -(position + 1) (their texts as\n"
+          "before). Empty starts: off.");
+  m.def(
+      "gather_codes",
+      [](const py::list& positions, const py::list& tables, const std::vector<bool>& direct,
+         py::array out) {
+        using Positions = GatherPositions;
+        using Table = GatherTable;
+        const std::size_t columns = positions.size();
+        if (tables.size() != columns || direct.size() != columns)
+          throw dpcore::InvalidArgument("gather_codes: positions, tables and direct differ in "
+                                        "length");
+        std::vector<Positions> pos;
+        std::vector<Table> tab;
+        for (std::size_t j = 0; j < columns; ++j) {
+          if (!py::isinstance<Positions>(positions[j]) ||
+              py::reinterpret_borrow<py::array>(positions[j]).ndim() != 1)
+            throw dpcore::InvalidArgument("gather_codes: positions must be 1-d int32 arrays");
+          if (!py::isinstance<Table>(tables[j]) ||
+              py::reinterpret_borrow<py::array>(tables[j]).ndim() != 1)
+            throw dpcore::InvalidArgument("gather_codes: tables must be 1-d int64 arrays");
+          pos.push_back(py::reinterpret_borrow<Positions>(positions[j]));
+          tab.push_back(py::reinterpret_borrow<Table>(tables[j]));
+          if (pos[j].size() != pos[0].size())
+            throw dpcore::InvalidArgument("gather_codes: the columns differ in rows");
+        }
+        const py::ssize_t rows = columns == 0 ? 0 : pos[0].size();
+        if (out.ndim() != 2 || out.shape(0) != rows || out.shape(1) != py::ssize_t(columns) ||
+            !(out.flags() & py::array::c_style) || !out.writeable())
+          throw dpcore::InvalidArgument("gather_codes: out must be a writable C-contiguous "
+                                        "array of rows x columns");
+        const py::dtype dt = out.dtype();
+        if (dt.is(py::dtype::of<std::uint8_t>())) gather_into<std::uint8_t>(pos, tab, direct, out);
+        else if (dt.is(py::dtype::of<std::uint16_t>())) gather_into<std::uint16_t>(pos, tab, direct, out);
+        else if (dt.is(py::dtype::of<std::uint32_t>())) gather_into<std::uint32_t>(pos, tab, direct, out);
+        else if (dt.is(py::dtype::of<std::int64_t>())) gather_into<std::int64_t>(pos, tab, direct, out);
+        else throw dpcore::InvalidArgument("gather_codes: out must be uint8, uint16, uint32 or int64");
+      },
+      py::arg("positions"), py::arg("tables"), py::arg("direct"), py::arg("out"),
+      "Fill out (rows x columns, C order; uint8/16/32 or int64) from a split block: column j\n"
+      "row r is tables[j][positions[j][r]], or where direct[j], positions[j][r] itself when\n"
+      "it is >= 0 and tables[j][-p - 1] when it is negative (CsvSplitter.set_integer_steps).\n"
+      "Positions int32, tables int64 (1-d, C order). Everything is checked before a write.");
   using Int64s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
   using Flags = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
   m.def(

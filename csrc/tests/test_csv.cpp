@@ -3,6 +3,7 @@
 // several-byte delimiters and line ends, a bad position refused with nothing appended).
 #include "dpcore/csv.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -118,9 +119,114 @@ static void test_splitter_keeps_texts() {
   CHECK_THROWS(CsvSplitter('\n', 1, 1), InvalidArgument);
 }
 
+// A column with many texts kept (past 1024: looked up in prefetched batches) next to a
+// small one (looked up as found): positions in order of first sight in both.
+static void test_splitter_large_and_small_columns() {
+  CsvBlock block;
+  std::size_t row = 99;
+  CsvSplitter splitter(',', 2, 1 << 16);
+  std::string first;
+  for (int i = 0; i < 3000; ++i) first += "t" + std::to_string(i) + "," + std::to_string(i % 3) + "\n";
+  CHECK(splitter.split(first, &block, &row) == CsvSplit::kPlain && block.rows == 3000);
+  std::string second;      // old texts backwards, new ones interleaved
+  for (int i = 2999; i >= 0; --i) second += "t" + std::to_string(i) + ",x\nu" + std::to_string(i) + ",1\n";
+  CHECK(splitter.split(second, &block, &row) == CsvSplit::kPlain && block.rows == 6000);
+  CHECK(block.first[0] == 3000 && block.texts[0].size() == 3000 && block.texts[1].size() == 1);
+  for (int k = 0; k < 3000; ++k) {
+    const std::size_t r = std::size_t(2 * k);
+    CHECK(block.index[0][r] == 2999 - k);                 // kept: its first block's position
+    CHECK(block.index[0][r + 1] == 3000 + k);             // new: in order of sight
+    CHECK(block.texts[0][std::size_t(k)] == "u" + std::to_string(2999 - k));
+    CHECK(block.index[1][r] == 3 && block.index[1][r + 1] == 1);
+  }
+}
+
+// Integer steps: a canonical integer in range gets its step's code; any other text keeps
+// its position, marked -(position + 1); bad tables are refused.
+static void test_splitter_integer_steps() {
+  using Positions = std::vector<std::int32_t>;
+  CsvBlock block;
+  std::size_t row = 99;
+  CsvSplitter splitter(',', 2, 100);
+  splitter.set_integer_steps(1, {-5, 0, 10}, {7, 8, 9}, 20);
+  CHECK(splitter.split("a,-5\na,-1\na,0\na,10\na,20\na,21\na,007\na,-0\na,x\na,21\n"
+                       "a,999999999999999999\na,9999999999999999999\n", &block, &row) ==
+        CsvSplit::kPlain);
+  CHECK((block.index[1] == Positions{7, 7, 8, 9, 9, -1, -2, -3, -4, -1, -5, -6}));
+  CHECK(block.texts[1].size() == 6 && block.texts[1][0] == "21" && block.texts[1][3] == "x");
+  CHECK((block.index[0] == Positions(12, 0)));       // the other column: texts as before
+  // a long range: the binary search
+  splitter.set_integer_steps(0, {0, 100000, 1000000}, {1, 2, 3}, 2000000);
+  CHECK(splitter.split("99999,0\n100000,0\n1999999,0\n2000001,0\n", &block, &row) ==
+        CsvSplit::kPlain);
+  CHECK((block.index[0] == Positions{1, 2, 3, -2}));   // "a" kept at 0
+  // buckets of a long range (one cut by several starts): every value against brute force
+  const std::vector<std::int64_t> starts{-1000000, -3, 0, 7, 8, 5000, 123457, 1000000};
+  const std::vector<std::int32_t> codes{4, 0, 6, 1, 1, 2, 5, 3};
+  CsvSplitter wide(',', 1, 100);
+  wide.set_integer_steps(0, starts, codes, 3000000);
+  std::vector<std::int64_t> values;
+  for (std::int64_t s : starts)
+    for (std::int64_t d = -3; d <= 3; ++d) values.push_back(s + d);
+  for (std::int64_t v = 3000000 - 3; v <= 3000000 + 3; ++v) values.push_back(v);
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 5000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    values.push_back(std::int64_t(x >> 40) % 4100000 - 1050000);
+  }
+  std::string lines;
+  for (std::int64_t v : values) lines += std::to_string(v) + "\n";
+  CHECK(wide.split(lines, &block, &row) == CsvSplit::kPlain && block.rows == values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::int64_t v = values[i];
+    if (v < starts.front() || v > 3000000) {
+      CHECK(block.index[0][i] < 0);
+    } else {
+      const auto k = std::size_t(std::upper_bound(starts.begin(), starts.end(), v) -
+                                 starts.begin()) - 1;
+      CHECK(block.index[0][i] == codes[k]);
+    }
+  }
+  splitter.set_integer_steps(0, {}, {}, 0);          // off: texts again
+  CHECK(splitter.split("5,0\n", &block, &row) == CsvSplit::kPlain && block.index[0][0] >= 0);
+  CHECK_THROWS(splitter.set_integer_steps(2, {0}, {0}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {0, 1}, {0}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {1, 1}, {0, 1}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {0}, {-1}, 1), InvalidArgument);
+  CHECK_THROWS(splitter.set_integer_steps(0, {5}, {0}, 4), InvalidArgument);
+}
+
+// The block's first pass (line feeds counted in 16-byte lanes, summed every 255 steps) finds
+// a quote or a bare carriage return wherever it is, and counts every line.
+static void test_scan_finds_every_quote_and_cr() {
+  CsvBlock block;
+  std::size_t row = 99;
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "ab,c\n";   // 5000 bytes: past one 4080-byte round
+  for (std::size_t size : {std::size_t(0), std::size_t(5), std::size_t(15), std::size_t(80),
+                           std::size_t(4080), std::size_t(4085), text.size()}) {
+    CHECK(split_csv(std::string_view(text).substr(0, size), ',', 2, &block, &row) ==
+              CsvSplit::kPlain &&
+          block.rows == size / 5);
+  }
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    std::string quoted = text;
+    quoted[k] = '"';
+    CHECK(split_csv(quoted, ',', 2, &block, &row) == CsvSplit::kNotPlain);
+    std::string cr = text;
+    cr[k] = '\r';                                       // before a line feed: a CRLF end
+    const CsvSplit want = text[k + 1 < text.size() ? k + 1 : k] == '\n' && text[k] != '\n'
+                              ? CsvSplit::kPlain : CsvSplit::kNotPlain;
+    CHECK(split_csv(cr, ',', 2, &block, &row) == want);
+  }
+}
+
 int main() {
+  test_scan_finds_every_quote_and_cr();
   test_rows();
   test_splitter_keeps_texts();
+  test_splitter_large_and_small_columns();
+  test_splitter_integer_steps();
   test_split();
   test_bad_position_refused();
   return dpcore_test::report();

@@ -225,6 +225,90 @@ def _check_splitter(blocks, sep, columns, keep):
             assert [kept[j][p] for p in positions] == [wtexts[p] for p in wpos]
 
 
+def _check_integer_steps(column, starts, codes, last, cells):
+    """set_integer_steps refuses a bad table (a typed error) and otherwise gives each canonical
+    integer in range its step's code (brute force), every other cell its text."""
+    import bisect
+    import re
+    splitter = _core.CsvSplitter(",", 2, 8)
+    ok = call(lambda: splitter.set_integer_steps(column, starts, codes, last) or True)
+    typed = all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**31
+                for v in [column, last, *(starts if isinstance(starts, list) else [None]),
+                          *(codes if isinstance(codes, list) else [None])])
+    if not typed:
+        return
+    valid = (0 <= column < 2 and len(starts) == len(codes) and all(c >= 0 for c in codes)
+             and all(a < b for a, b in zip(starts, starts[1:]))
+             and (not starts or last >= starts[0]))
+    assert bool(ok) == valid
+    if not ok:
+        return
+    status, rows, parts = splitter.split("".join(
+        f"{c},z\n" if column == 0 else f"z,{c}\n" for c in cells).encode())
+    assert status == "plain" and rows == len(cells)
+    positions, texts, _ = parts[column]
+    for cell, p in zip(cells, positions.tolist()):
+        whole = re.fullmatch(r"-?[1-9][0-9]{0,17}|0", cell) is not None
+        if starts and whole and starts[0] <= int(cell) <= last:
+            assert p == codes[bisect.bisect_right(starts, int(cell)) - 1]
+        elif starts:
+            assert p < 0 and texts[~p] == cell
+        else:
+            assert p >= 0 and texts[p] == cell
+
+
+@st.composite
+def gather_args(draw):
+    rows, cols = draw(st.integers(0, 5)), draw(st.integers(0, 3))
+    positions = [np.array(draw(st.lists(st.integers(-4, 4), min_size=rows, max_size=rows)),
+                          dtype=np.int32) for _ in range(cols)]
+    tables = [np.array(draw(st.lists(st.integers(-1, 300), max_size=4)), dtype=np.int64)
+              for _ in range(cols)]
+    direct = draw(st.lists(st.booleans(), min_size=cols, max_size=cols))
+    dtype = draw(st.sampled_from([np.uint8, np.uint16, np.uint32, np.int64, np.int32]))
+    out = np.full((rows, cols), 7, dtype=dtype)
+    return positions, tables, direct, out
+
+
+def _check_gather(positions, tables, direct, out):
+    """gather_codes against a Python loop; refused (typed, nothing written) exactly when a
+    position or a code does not fit."""
+    before = out.copy() if isinstance(out, np.ndarray) else None
+    ok = call(lambda: _core.gather_codes(positions, tables, direct, out) or True)
+    if not (isinstance(out, np.ndarray) and isinstance(positions, list)
+            and isinstance(tables, list) and isinstance(direct, list)
+            and all(isinstance(p, np.ndarray) for p in positions + tables)):
+        return
+    if not ok:
+        assert (out == before).all()
+    if out.dtype not in (np.uint8, np.uint16, np.uint32, np.int64):
+        assert not ok
+        return
+    top = np.iinfo(out.dtype).max
+    rows = len(positions[0]) if positions else 0
+    if not (out.ndim == 2 and out.shape == (rows, len(positions)) and out.flags.c_contiguous
+            and all(len(p) == rows and p.dtype == np.int32 for p in positions)
+            and all(t.dtype == np.int64 for t in tables) and len(tables) == len(positions)
+            and len(direct) == len(positions)):
+        assert not ok or out.size == 0
+        return
+    want = np.zeros(out.shape, dtype=np.int64)
+    valid = True
+    for j, (pos, table, d) in enumerate(zip(positions, tables, direct)):
+        valid &= bool(((table >= 0) & (table <= top)).all())
+        for r, p in enumerate(pos.tolist()):
+            if p >= 0 and d:
+                valid &= p <= top
+                want[r, j] = p
+            elif 0 <= (~p if p < 0 else p) < len(table) and (d or p >= 0):
+                want[r, j] = table[~p if p < 0 else p]
+            else:
+                valid = False
+    assert bool(ok) == valid
+    if ok:
+        assert out.astype(np.int64).tolist() == want.tolist()
+
+
 def _check_format_csv(columns, sep, eol, missing):
     out = call(_core.format_csv, columns, sep, eol, missing)
     if out is not None:     # the rows a plain Python formatter makes of the same columns
@@ -368,6 +452,17 @@ CASES = {
         st.lists(either(st.text(alphabet="ab,;\n\r\"é", max_size=30).map(
             lambda t: t.encode("utf-8")) | st.binary(max_size=12)), max_size=4),
         st.sampled_from([",", ";"]), st.integers(1, 3), st.integers(0, 3)),
+    "CsvSplitter.set_integer_steps": st.builds(
+        lambda c, s, k, last, cells: lambda: _check_integer_steps(c, s, k, last, cells),
+        either(st.integers(-1, 2)), either(st.lists(st.integers(-30, 30), max_size=5)),
+        either(st.lists(st.integers(-1, 9), max_size=5)), either(st.integers(-40, 40)),
+        st.lists(st.integers(-50, 50).map(str) | st.sampled_from(
+            ["007", "-0", "+1", "1.0", "", " 1", "-", "1" * 19, "x"]), min_size=1, max_size=8)),
+    "gather_codes": st.builds(
+        lambda a, hostile: lambda: _check_gather(*(a if hostile is None else
+                                                   a[:hostile[0]] + (hostile[1],) +
+                                                   a[hostile[0] + 1:])),
+        gather_args(), st.none() | st.tuples(st.integers(0, 3), HOSTILE)),
     "CsvSplitter.reset": st.builds(
         lambda k: lambda: _core.CsvSplitter(",", k, 1).reset(), st.integers(1, 3)),
     "format_csv": st.builds(

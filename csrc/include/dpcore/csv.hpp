@@ -89,6 +89,20 @@ class CsvSplitter {
   /// Drops every column's texts: the next split starts afresh (as after a failed one).
   void reset();
 
+  /// From the next split on, a field of `column` that is a decimal integer written the one
+  /// way (an optional '-', 1 to 18 digits, no leading zero, not "-0") with a value x in
+  /// starts[0]..last is not looked up by its text: its row gets codes[i] for the last i with
+  /// starts[i] <= x (a step function: a table of at most 4096 buckets, a binary search in a
+  /// bucket a start cuts), so a column of many distinct
+  /// numbers (Adult's fnlwgt) costs a parse, not a cache miss a field. Other fields of the
+  /// column are texts as before, but their row gets -(position + 1) (CsvBlock::index: a
+  /// value >= 0 is a code). The caller computes the steps with its own encoder (the splitter
+  /// knows no schema). InvalidArgument for a column out of range, starts not strictly
+  /// increasing, sizes that differ, no step, last < starts[0] or a negative code; empty
+  /// `starts` turns it off.
+  void set_integer_steps(std::size_t column, std::vector<std::int64_t> starts,
+                         std::vector<std::int32_t> codes, std::int64_t last);
+
  private:
   struct Columns;
   char sep_;

@@ -235,11 +235,25 @@ void bind_csv(py::module_& m) {
             !(out.flags() & py::array::c_style) || !out.writeable())
           throw dpcore::InvalidArgument("gather_codes: out must be a writable C-contiguous "
                                         "array of rows x columns");
+        // the checks before the writes hold only if the writes cannot change what was checked
+        const auto* lo = static_cast<const char*>(out.data());
+        const auto* hi = lo + out.nbytes();
+        auto overlaps = [&](const py::array& a) {
+          const auto* b = static_cast<const char*>(a.data());
+          return a.nbytes() > 0 && b < hi && lo < b + a.nbytes();
+        };
+        for (std::size_t j = 0; j < columns; ++j)
+          if (overlaps(pos[j]) || overlaps(tab[j]))
+            throw dpcore::InvalidArgument("gather_codes: out shares memory with a position or "
+                                          "table array");
         const py::dtype dt = out.dtype();
-        if (dt.is(py::dtype::of<std::uint8_t>())) gather_into<std::uint8_t>(pos, tab, direct, out);
-        else if (dt.is(py::dtype::of<std::uint16_t>())) gather_into<std::uint16_t>(pos, tab, direct, out);
-        else if (dt.is(py::dtype::of<std::uint32_t>())) gather_into<std::uint32_t>(pos, tab, direct, out);
-        else if (dt.is(py::dtype::of<std::int64_t>())) gather_into<std::int64_t>(pos, tab, direct, out);
+        const bool native = dt.byteorder() == '=' || dt.byteorder() == '|';
+        const char kind = dt.kind();
+        const auto size = dt.itemsize();
+        if (native && kind == 'u' && size == 1) gather_into<std::uint8_t>(pos, tab, direct, out);
+        else if (native && kind == 'u' && size == 2) gather_into<std::uint16_t>(pos, tab, direct, out);
+        else if (native && kind == 'u' && size == 4) gather_into<std::uint32_t>(pos, tab, direct, out);
+        else if (native && kind == 'i' && size == 8) gather_into<std::int64_t>(pos, tab, direct, out);
         else throw dpcore::InvalidArgument("gather_codes: out must be uint8, uint16, uint32 or int64");
       },
       py::arg("positions"), py::arg("tables"), py::arg("direct"), py::arg("out"),

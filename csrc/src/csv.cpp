@@ -615,6 +615,13 @@ void CsvSplitter::set_integer_steps(std::size_t column, std::vector<std::int64_t
     if (c < 0) throw InvalidArgument("integer steps: a code is negative");
   if (!starts.empty() && last < starts.front())
     throw InvalidArgument("integer steps: the last value lies before the first start");
+  // The parser reads at most 18 digits, so no value reaches 10^18; bounding the range keeps
+  // the bucket arithmetic of prepare() inside int64.
+  constexpr std::int64_t kLimit = 1000000000000000000;  // 10^18
+  for (const std::int64_t v : starts)
+    if (v <= -kLimit || v >= kLimit) throw InvalidArgument("integer steps: a start is beyond 10^18");
+  if (!starts.empty() && (last <= -kLimit || last >= kLimit))
+    throw InvalidArgument("integer steps: the last value is beyond 10^18");
   IntegerSteps& s = columns_->steps[column];
   s.starts = std::move(starts);
   s.codes = std::move(codes);

@@ -636,3 +636,18 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_gather_codes_refuses_an_out_that_is_also_its_input():
+    # review 16b: positions checked before the writes could be overwritten by them when they
+    # were views of out (a read outside its table, a crash)
+    n = 64
+    out = np.zeros((n, 2), np.uint32)
+    flat = out.view(np.int32).reshape(-1)
+    tables = [np.array([0x7fffffff], dtype=np.int64)] * 2
+    with pytest.raises(ValueError, match="shares memory"):
+        _core.gather_codes([flat[n:2 * n], flat[0:n]], tables, [False, False], out)
+    assert not out.any()
+    wide = np.zeros((1, 1), dtype=np.dtype("longlong"))      # int64 under another name
+    _core.gather_codes([np.array([0], np.int32)], [np.array([5], np.int64)], [False], wide)
+    assert wide.tolist() == [[5]]

@@ -102,11 +102,18 @@ def test_compiled_reader_is_the_text_path(numeric, tokens, data, block_bytes, de
     names = list(columns)
     rows = data.draw(st.lists(st.tuples(*[INT_CELLS] * len(numeric), CAT_CELLS),
                               min_size=0, max_size=30))
-    # mostly good rows: draw integers inside each range too, so a file often reads whole
-    good = [tuple([str(data.draw(st.integers(int(np.ceil(c["lower"])),
-                                             int(np.floor(c["upper"])))))
-                   if np.ceil(c["lower"]) <= np.floor(c["upper"]) else "0"
-                   for c in numeric] + ["a"]) for _ in range(data.draw(st.integers(0, 30)))]
+    # mostly good rows: draw integers inside each range too, so a file often reads whole,
+    # often next to a bin edge (where a step table one off would show)
+    def cell(i, c):
+        lo, hi = int(np.ceil(c["lower"])), int(np.floor(c["upper"]))
+        if lo > hi:
+            return "0"
+        edges = schema.columns[names.index(f"n{i}")].edges
+        near = sorted({int(np.floor(e)) + d for e in edges for d in (-1, 0, 1, 2)
+                       if lo <= int(np.floor(e)) + d <= hi}) or [lo]
+        return str(data.draw(st.one_of(st.integers(lo, hi), st.sampled_from(near))))
+    good = [tuple([cell(i, c) for i, c in enumerate(numeric)] + ["a"])
+            for _ in range(data.draw(st.integers(0, 30)))]
     mixed = data.draw(st.permutations(rows + good))
     text = ",".join(names) + "\n" + "".join(",".join(r) + "\n" for r in mixed)
     with tempfile.TemporaryDirectory() as tmp:

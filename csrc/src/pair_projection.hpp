@@ -21,6 +21,11 @@ struct PairPassPlan {
   double split_cells = 0.0;    // planned multiply cells of the split rule
   double smaller_cells = 0.0;  // ... of the smaller-domain rule
 };
+/// multiply(q, r).project(keep), bit for bit, without the product as a Factor when q is over
+/// (a, S...) and r over (S..., E...) with a not in r (a pass's P(a | S) times a clique's
+/// reduction); any other layout is computed by multiply() and project().
+Factor product_projected(const Factor& q, const Factor& r, const std::vector<AttrId>& keep);
+
 void project_pairs_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
                              const std::vector<Factor>& separator_marginals,
                              const std::vector<std::vector<AttrId>>& attrs_list,

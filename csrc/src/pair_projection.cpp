@@ -322,7 +322,7 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
                              const std::vector<Factor>& separators,
                              const std::vector<std::vector<AttrId>>& attrs_list,
                              const std::vector<std::size_t>& which, std::vector<Factor>* out,
-                             bool share, PairPassPlan* plan) {
+                             bool share, PairPassPlan* plan, double* const* dest) {
   const std::size_t k = t.cliques().size();
   const int d = t.num_attrs();
   Orientation orientation(t, beliefs, attrs_list, which);
@@ -389,6 +389,15 @@ void project_pairs_by_source(const JunctionTree& t, const std::vector<Factor>& b
           m = m.project(q);
         }
         const double total = m.sum();
+        if (dest != nullptr) {   // each cell v * (1 / total), as multiply_scalar computes it
+          double* to = dest[g->index];
+          const double scale = total > 0.0 ? 1.0 / total : 1.0;
+          if (total > 0.0)
+            for (std::size_t i = 0; i < m.size(); ++i) to[i] = m.data()[i] * scale;
+          else
+            std::copy(m.values().begin(), m.values().end(), to);
+          continue;
+        }
         if (total > 0.0) m.multiply_scalar(1.0 / total);
         (*out)[g->index] = std::move(m);
       }

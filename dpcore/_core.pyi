@@ -30,6 +30,13 @@ def validate_codes(
     names: Sequence[str] | None = None,
     threads: int = 0,
 ) -> None: ...
+def grid_l1(
+    cells: npt.NDArray[np.int64],
+    reference: npt.NDArray[np.float64],
+    grid: float,
+    sizes: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...
+def max_abs_finite(values: npt.NDArray[np.float64]) -> float: ...
 
 # -- factors and table caps (bind_factor.cpp) ------------------------------------------------
 def marginalize(

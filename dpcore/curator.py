@@ -386,7 +386,10 @@ class Curator:
         elif flat and pool.reference is not None and _equal(reference, pool.reference):
             refs = None                  # the L1 distances kept with the list still hold
         elif flat:
-            refs = self._grid_flat(reference, pool.sizes)
+            # the curator's own copy first (kept for the next call's comparison), then checked
+            # and scored: what is scored is what is kept, whatever the caller does meanwhile
+            copy = pool.copy_reference(reference)
+            refs = _Unrounded(copy) if copy is not None else self._grid_flat(reference, pool.sizes)
         else:
             if len(reference) != k_all:
                 raise InvalidArgumentError(f"reference must hold {k_all} vectors (one per candidate), got {len(reference)}")
@@ -397,7 +400,8 @@ class Curator:
         cells = self._read_cells(pool)
         if refs is not None:    # after the charge: the distances read the data
             pool.set_l1(_l1_pool(pool, cells, refs),
-                        np.array(reference, dtype=np.float64) if flat else None)
+                        (refs.values if isinstance(refs, _Unrounded)
+                         else np.array(reference, dtype=np.float64)) if flat else None)
         return int(live[_draw_among(pool, live, grid_w, grid_pen, epsilon, top * SCORE_GRID,
                                     self._exact_rng)])
 
@@ -724,12 +728,26 @@ def _draw_among(pool, live, grid_w, grid_pen, epsilon, sensitivity, rng) -> int:
                   zip(live.tolist(), grid_w.tolist(), grid_pen.tolist())], epsilon, sensitivity, rng)
 
 
+class _Unrounded:
+    """A flat reference already checked finite and below _SCORE_LIMIT (the curator's copy),
+    rounded to the grid only inside the score kernel (``_core.grid_l1``, np.rint's rounding)."""
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+
+    def rounded(self) -> np.ndarray:
+        """The grid numerators, as :meth:`Curator._grid_flat` computes them."""
+        scaled = self.values * SCORE_GRID
+        return np.rint(scaled, out=scaled).astype(np.int64)
+
+
 class _Pool:
     """A checked candidate list (``select(among=...)``): its items as given, canonical cliques,
     cell counts and, once read after a charge, its true cells on the score grid and their exact
     L1 distances to the last flat reference given (sensitive: kept inside the curator)."""
     __slots__ = ("items", "cliques", "sizes", "cells", "cells_int", "starts", "reference", "l1",
-                 "l1_array", "l1_max")
+                 "l1_array", "l1_max", "spare")
 
     def __init__(self, items, cliques, sizes):
         self.items, self.cliques, self.sizes = items, cliques, sizes
@@ -740,9 +758,31 @@ class _Pool:
         self.l1 = None
         self.l1_array = None     # the same L1s as int64 when all are below 2^62, and their max
         self.l1_max = None
+        self.spare = None        # a buffer of the reference's size, not the kept reference
+
+    def copy_reference(self, reference: np.ndarray):
+        """A copy of a flat float64 ``reference`` of the pool's cell count, in a buffer this
+        pool reuses (AIM hands ~2.6M cells a round at 100 attributes: a fresh copy a round is
+        page faults), when every value is finite and below _SCORE_LIMIT; else None (the
+        caller's checks then run on the reference and name what is wrong). The copy is not the
+        kept reference until :meth:`set_l1` (a call refused at its charge keeps the old one)."""
+        if reference.dtype != np.float64 or reference.size != int(self.sizes.sum()):
+            return None
+        from dpcore import _core
+        buf = self.spare
+        if buf is None or buf.size != reference.size or buf is self.reference:
+            buf = np.empty(reference.size, dtype=np.float64)
+        np.copyto(buf, reference)
+        self.spare = buf
+        if _core.max_abs_finite(buf) < _SCORE_LIMIT:
+            return buf
+        return None
 
     def set_l1(self, l1: list, reference):
-        """Remember the exact L1 distances (Python ints) to ``reference`` (a copy, or None)."""
+        """Remember the exact L1 distances (Python ints) to ``reference`` (a copy, or None).
+        The reference it replaces becomes the spare buffer of the next copy."""
+        if reference is self.spare:
+            self.spare = self.reference
         self.l1, self.reference = l1, reference
         self.l1_max = max(map(abs, l1))  # distances are >= 0; abs keeps the bound a bound
         self.l1_array = np.array(l1, dtype=np.int64) if self.l1_max < 2 ** 62 else None
@@ -817,12 +857,24 @@ def _l1_many(trues, refs: np.ndarray, sizes: np.ndarray) -> list[int]:
 def _l1_pool(pool, cells: np.ndarray, refs: np.ndarray) -> list[int]:
     """:func:`_l1_cells` for a remembered list, whose cells do not change: their int64 copy,
     the segment starts and the overflow limits are made once (AIM scores ~2.6M cells a round
-    at 100 attributes). The same integers: where the int64 path does not hold, _l1_cells."""
+    at 100 attributes). The same integers: where the int64 path does not hold, _l1_cells.
+    ``refs`` as :class:`_Unrounded` are rounded and scored in one compiled pass (the same
+    integers: np.rint's rounding, exact integer sums, a sum that could overflow int64 redone
+    by :func:`_l1`)."""
     if pool.cells_int is None:
         if not cells.size or np.abs(cells).max() >= _SCORE_LIMIT * SCORE_GRID:
-            return _l1_cells(cells, refs, pool.sizes)
+            return _l1_cells(cells, refs.rounded() if isinstance(refs, _Unrounded) else refs,
+                             pool.sizes)
         pool.cells_int = cells.astype(np.int64)
         pool.starts = np.concatenate(([0], np.cumsum(pool.sizes)[:-1]))
+    if isinstance(refs, _Unrounded):
+        from dpcore import _core
+        l1, overflow = _core.grid_l1(pool.cells_int, refs.values, float(SCORE_GRID), pool.sizes)
+        sums = l1.tolist()
+        for r in np.flatnonzero(overflow).tolist():
+            s, n = int(pool.starts[r]), int(pool.sizes[r])
+            sums[r] = _l1(cells[s:s + n], _Unrounded(refs.values[s:s + n]).rounded())
+        return sums
     diff = pool.cells_int - refs                 # |cells| < 2^60 and |refs| < 2^60: no overflow
     np.abs(diff, out=diff)
     starts, sizes = pool.starts, pool.sizes

@@ -217,6 +217,14 @@ def _position(value) -> int:
         raise DpcoreTypeError(f"positions must be integers, got {value!r}") from None
 
 
+def _positions(values) -> list:
+    """``[_position(v) for v in values]``; a 1-D integer ndarray (AIM's ~5,000 starts a
+    round) in one ``tolist`` (its items are exact integers, what operator.index gives)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+        return values.tolist()
+    return [_position(v) for v in values]
+
+
 class CalibratedTree:
     """Calibrated clique beliefs: exact marginals of the tree's distribution."""
 
@@ -268,8 +276,7 @@ class CalibratedTree:
         overlap: InvalidArgumentError). The same numbers as project_arrays, without an array
         object a query."""
         ids = [ids for ids, _ in _query_many(self.tree, attrs_list, False)]
-        return self._core.project_flat(ids, bool(by_source), [_position(s) for s in starts],
-                                       _position(size))
+        return self._core.project_flat(ids, bool(by_source), _positions(starts), _position(size))
 
     def sample(self, n: int, method: str = "round", seed: int | None = None) -> np.ndarray:
         """``n`` records (n x d codes in the smallest unsigned dtype that holds them,

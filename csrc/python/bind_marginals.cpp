@@ -10,6 +10,7 @@
 
 #include "dpcore/errors.hpp"
 #include "dpcore/marginals.hpp"
+#include "dpcore/scores.hpp"
 
 namespace py = pybind11;
 
@@ -196,6 +197,44 @@ void validate_codes(py::handle records, py::handle sizes_obj, py::handle names, 
   dpcore::validate_codes(view, sizes, options);
 }
 
+using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
+using DoubleArray = py::array_t<double, py::array::c_style>;
+
+// The arrays must already have the kernel's dtypes (no silent cast of the curator's cells;
+// a non-contiguous one is copied) and are checked against each other before it reads them.
+py::tuple grid_l1(const Int64Array& cells, const DoubleArray& ref, double grid,
+                  const Int64Array& sizes) {
+  if (cells.ndim() != 1 || ref.ndim() != 1 || sizes.ndim() != 1)
+    throw dpcore::InvalidArgument("grid_l1 takes 1-D cells, reference and sizes");
+  if (cells.shape(0) != ref.shape(0))
+    throw dpcore::InvalidArgument("cells and reference must have the same length, got " +
+                                  std::to_string(cells.shape(0)) + " and " +
+                                  std::to_string(ref.shape(0)));
+  std::int64_t total = 0;
+  for (py::ssize_t r = 0; r < sizes.shape(0); ++r) {
+    if (sizes.data()[r] < 0)
+      throw dpcore::InvalidArgument("sizes must be >= 0, got " + std::to_string(sizes.data()[r]));
+    total += sizes.data()[r];
+  }
+  if (total != cells.shape(0))
+    throw dpcore::InvalidArgument("sizes must sum to the cells' length " +
+                                  std::to_string(cells.shape(0)) + ", got " + std::to_string(total));
+  const auto k = static_cast<std::uint64_t>(sizes.shape(0));
+  Int64Array out(sizes.shape(0));
+  py::array_t<std::uint8_t> overflow(sizes.shape(0));
+  {
+    py::gil_scoped_release release;
+    dpcore::grid_l1(cells.data(), ref.data(), grid, sizes.data(), k, out.mutable_data(),
+                    overflow.mutable_data());
+  }
+  return py::make_tuple(out, overflow.attr("astype")("bool"));
+}
+
+double max_abs_finite(const DoubleArray& values) {
+  py::gil_scoped_release release;
+  return dpcore::max_abs_finite(values.data(), static_cast<std::uint64_t>(values.size()));
+}
+
 }  // namespace
 
 void bind_marginals(py::module_& m) {
@@ -213,4 +252,11 @@ void bind_marginals(py::module_& m) {
         py::arg("names") = py::none(), py::arg("threads") = 0,
         "Raise DomainError naming the column, row and value of the first code outside\n"
         "[0, size) in an N x d integer array.");
+  m.def("grid_l1", &grid_l1, py::arg("cells"), py::arg("reference"), py::arg("grid"),
+        py::arg("sizes"),
+        "Per segment of `sizes` cells: sum |cells - rint(grid * reference)| as int64 (exact),\n"
+        "and a bool array flagging segments whose sum would overflow int64 (value 0 there).\n"
+        "cells int64 and reference float64, contiguous; |cells| and |grid * reference| < 2^60.");
+  m.def("max_abs_finite", &max_abs_finite, py::arg("values"),
+        "max |v| over a contiguous float64 array, +inf when a value is NaN or infinite.");
 }

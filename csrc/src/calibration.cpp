@@ -377,10 +377,19 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
   return index;
 }
 
+struct Calibrator::DownwardLists {
+  std::vector<ScatterTarget> targets;  // the sweep's outputs
+  std::vector<const CellIndex*> fused;  // ... and their indexes
+  std::vector<std::pair<const CellIndex*, double*>> after;  // outputs summed after the sweep
+};
+
+Calibrator::~Calibrator() = default;
+
 Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
                        std::vector<std::vector<AttrId>> potentials,
                        std::vector<std::vector<AttrId>> queries)
-    : tree_(std::move(tree)), potentials_(std::move(potentials)) {
+    : tree_(std::move(tree)), potentials_(std::move(potentials)),
+      down_(std::make_unique<DownwardLists>()) {
   if (!tree_) throw InvalidArgument("calibrator needs a junction tree, got null");
   const JunctionTree& t = *tree_;
   const std::size_t k = t.cliques().size();
@@ -602,7 +611,7 @@ void Calibrator::sweep_up(int c, bool store) {
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
   with_index(up, [&](auto idx) {
-    parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
+    parallel_sweep(up.cells, ScatterTarget{mass_[ci].data(), up.sub_cells, 0.0, false},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
                      alignas(64) double piece[kSweepCells];
                      double* e = store ? b + lo : piece;
@@ -701,7 +710,7 @@ void Calibrator::upward(int c, const double* potentials) {
   double* m = maximum_[ci].data();  // the shift of each separator cell
   double* b = belief_[ci].data();
   with_index(up, [&](auto idx) {
-    parallel_sweep(up.cells, {{m, up.sub_cells, kNegInf, true}},
+    parallel_sweep(up.cells, ScatterTarget{m, up.sub_cells, kNegInf, true},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
                      log_belief(c, potentials, lo, hi);
                      scatter_kernel<Scatter::kMax>(b + lo, outs[0], idx, lo, hi);
@@ -709,7 +718,7 @@ void Calibrator::upward(int c, const double* potentials) {
     // A separator cell whose cells are all -inf gets shift 0: E = 0 there, its message -inf.
     for (double& x : maximum_[ci])
       if (x == kNegInf) x = 0.0;
-    parallel_sweep(up.cells, {{mass_[ci].data(), up.sub_cells, 0.0, false}},
+    parallel_sweep(up.cells, ScatterTarget{mass_[ci].data(), up.sub_cells, 0.0, false},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
                      gather_kernel<Gather::kExpShift>(b + lo, m, idx, lo, hi);
                      scatter_kernel<Scatter::kSum>(b + lo, outs[0], idx, lo, hi);
@@ -746,9 +755,14 @@ void Calibrator::downward(int c, double* marginals) {
   // from the marginal kept in the belief table.
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
-  std::vector<ScatterTarget> targets;
-  std::vector<const CellIndex*> fused;
-  std::vector<std::pair<const CellIndex*, double*>> after;
+  // the call's lists, in buffers kept across runs (run() holds the mutex): a fit calls this
+  // for every clique of every iteration, and three fresh vectors each time were allocations
+  std::vector<ScatterTarget>& targets = down_->targets;
+  std::vector<const CellIndex*>& fused = down_->fused;
+  std::vector<std::pair<const CellIndex*, double*>>& after = down_->after;
+  targets.clear();
+  fused.clear();
+  after.clear();
   auto add = [&](const CellIndex& index, double* out) {
     if (index.sub_cells * 4 <= index.cells || chunk_count(index.cells) == 1) {
       targets.push_back({out, index.sub_cells, 0.0, false});

@@ -948,9 +948,23 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
 
 std::vector<Factor> CalibratedTree::project_many(
     const std::vector<std::vector<AttrId>>& attrs_list, bool by_source) const {
+  std::vector<Factor> out(attrs_list.size());
+  project_queries(attrs_list, by_source, &out, nullptr);
+  return out;
+}
+
+void CalibratedTree::project_many_into(const std::vector<std::vector<AttrId>>& attrs_list,
+                                       bool by_source, double* const* dest) const {
+  std::vector<Factor> out(attrs_list.size());
+  project_queries(attrs_list, by_source, &out, dest);
+}
+
+void CalibratedTree::project_queries(const std::vector<std::vector<AttrId>>& attrs_list,
+                                     bool by_source, std::vector<Factor>* answers,
+                                     double* const* dest) const {
   for (const auto& attrs : attrs_list)
     check_attr_ids(attrs, tree_->num_attrs(), "projected attributes");
-  std::vector<Factor> out(attrs_list.size());
+  std::vector<Factor>& out = *answers;
   // Queries are independent and project() only reads the tree: split them over the cores,
   // unless they are all cheap (sums within small cliques), where starting threads would cost
   // more than the work (the estimation loop calls this every iteration).
@@ -966,14 +980,19 @@ std::vector<Factor> CalibratedTree::project_many(
     work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
   }
   if (!pairs.empty())
-    project_pairs_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out);
+    project_pairs_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out,
+                            true, nullptr, dest);
   const std::size_t workers =
       work < 2.0 * double(kGrainCells)
           ? 1
           : std::min<std::size_t>(kernel_threads(), own.size() / 2 + 1);
-  strided_for(own.size(), workers,
-              [&](std::size_t j) { out[own[j]] = project(attrs_list[own[j]]); });
-  return out;
+  strided_for(own.size(), workers, [&](std::size_t j) {
+    Factor f = project(attrs_list[own[j]]);
+    if (dest == nullptr)
+      out[own[j]] = std::move(f);
+    else
+      std::copy(f.values().begin(), f.values().end(), dest[own[j]]);
+  });
 }
 
 }  // namespace dpcore

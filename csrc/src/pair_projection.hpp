@@ -15,16 +15,23 @@ namespace dpcore {
 /// a CalibratedTree's. Equal to CalibratedTree::project() up to rounding. `share`: the
 /// reductions of a clique that do not depend on the source are computed once for the call
 /// (false recomputes them in every pass: the same numbers, bit for bit; for tests).
-/// `plan`, when given, gets how the sources were chosen (for tests).
+/// `plan`, when given, gets how the sources were chosen (for tests). `dest`, when given:
+/// query i's values go to dest[i] (room for its cells) instead of (*out)[i], the same numbers.
 struct PairPassPlan {
   bool split = false;          // the sources came from the tree-split rule
   double split_cells = 0.0;    // planned multiply cells of the split rule
   double smaller_cells = 0.0;  // ... of the smaller-domain rule
 };
+/// multiply(q, r).project(keep), bit for bit, without the product as a Factor when q is over
+/// (a, S...) and r over (S..., E...) with a not in r (a pass's P(a | S) times a clique's
+/// reduction); any other layout is computed by multiply() and project().
+Factor product_projected(const Factor& q, const Factor& r, const std::vector<AttrId>& keep);
+
 void project_pairs_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
                              const std::vector<Factor>& separator_marginals,
                              const std::vector<std::vector<AttrId>>& attrs_list,
                              const std::vector<std::size_t>& which, std::vector<Factor>* out,
-                             bool share = true, PairPassPlan* plan = nullptr);
+                             bool share = true, PairPassPlan* plan = nullptr,
+                             double* const* dest = nullptr);
 
 }  // namespace dpcore

@@ -97,12 +97,14 @@ constexpr std::uint64_t kKeptCells = std::uint64_t{1} << 20;
 /// copies, merged at the end. So slices are cut only when every output is small next to the
 /// table, as separators are next to cliques. fn must not call parallel_sweep (the private
 /// copies may live in a buffer of the calling thread).
+/// The targets are `targets[0..k)`: a calibration sweeps every clique a few times per
+/// iteration, so neither they nor the per-part output table are allocated here when small
+/// (a malloc and free a sweep were a visible share of small-clique fits).
 template <class F>
-void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, F&& fn) {
-  const bool small = std::all_of(targets.begin(), targets.end(),
+void parallel_sweep(std::uint64_t n, const ScatterTarget* targets, std::size_t k, F&& fn) {
+  const bool small = std::all_of(targets, targets + k,
                                  [&](const ScatterTarget& t) { return t.cells * 4 <= n; });
   const unsigned parts = small ? chunk_count(n) : 1;
-  const std::size_t k = targets.size();
   // The other threads' outputs: up to kKeptCells in a buffer of the calling thread kept
   // across calls (a fresh allocation of separator size each sweep cost page faults, 5% of a
   // large tree's calibration), beyond that in one of their own. Allocated here, not in the
@@ -110,11 +112,14 @@ void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, 
   static thread_local std::vector<double> kept;
   std::vector<double> own;
   std::uint64_t cells = 0;
-  for (const ScatterTarget& t : targets) cells += t.cells;
+  for (std::size_t t = 0; t < k; ++t) cells += targets[t].cells;
   const std::uint64_t need = (parts - 1) * cells;
   std::vector<double>& partial = need <= kKeptCells ? kept : own;
   if (partial.size() < need) partial.resize(need);
-  std::vector<double*> outs(parts * k);
+  constexpr std::size_t kFewOutputs = 32;
+  double* few[kFewOutputs];
+  std::vector<double*> many(parts * k <= kFewOutputs ? 0 : parts * k);
+  double** outs = parts * k <= kFewOutputs ? few : many.data();
   double* next = partial.data();
   for (std::size_t p = 0; p < parts; ++p)
     for (std::size_t t = 0; t < k; ++t) {
@@ -124,7 +129,7 @@ void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, 
     }
   parallel_chunks(n, parts, [&](unsigned part, std::uint64_t b, std::uint64_t e) {
     for (std::uint64_t lo = b; lo < e; lo += kSweepCells)
-      fn(part, outs.data() + part * k, lo, std::min(e, lo + kSweepCells));
+      fn(part, outs + part * k, lo, std::min(e, lo + kSweepCells));
   });
   for (std::size_t p = 1; p < parts; ++p)
     for (std::size_t t = 0; t < k; ++t) {
@@ -135,11 +140,23 @@ void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, 
     }
 }
 
+template <class F>
+void parallel_sweep(std::uint64_t n, const std::vector<ScatterTarget>& targets, F&& fn) {
+  parallel_sweep(n, targets.data(), targets.size(), std::forward<F>(fn));
+}
+
+/// A sweep into one target, with fn as parallel_sweep's.
+template <class F>
+void parallel_sweep(std::uint64_t n, const ScatterTarget& target, F&& fn) {
+  parallel_sweep(n, &target, 1, std::forward<F>(fn));
+}
+
 /// A sweep into one target: fn(out, begin, end).
 template <class F>
 void parallel_scatter(std::uint64_t n, double* out, std::uint64_t out_cells, double fill,
                       bool take_max, F&& fn) {
-  parallel_sweep(n, {{out, out_cells, fill, take_max}},
+  const ScatterTarget target{out, out_cells, fill, take_max};
+  parallel_sweep(n, &target, 1,
                  [&](unsigned, double* const* outs, std::uint64_t b, std::uint64_t e) {
                    fn(outs[0], b, e);
                  });

@@ -3,6 +3,8 @@
 #include "dpcore/junction_tree.hpp"
 
 #include <cmath>
+#include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -228,6 +230,58 @@ static void test_pair_passes_split_and_share() {
   }
 }
 
+// The pair passes' fused product and sum against multiply().project(), bit for bit: random
+// sizes, separators of 0-3 attributes, extra attributes, keeps in any order, zero and -0.0
+// cells; and a layout the fused path does not take (q's separator not leading r) and a keep
+// outside the product (the same error).
+static void test_product_projected_is_multiply_then_project() {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> size(1, 4), count(0, 3), coin(0, 3);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int nsep = count(rng), nextra = count(rng);
+    std::vector<AttrId> sep, extra;
+    std::vector<std::int64_t> shape(8);
+    for (auto& n : shape) n = size(rng);
+    std::vector<AttrId> pool{1, 2, 3, 4, 5, 6, 7};
+    std::shuffle(pool.begin(), pool.end(), rng);
+    sep.assign(pool.begin(), pool.begin() + nsep);
+    extra.assign(pool.begin() + nsep, pool.begin() + nsep + nextra);
+    std::vector<AttrId> qa{0}, ra = sep;
+    qa.insert(qa.end(), sep.begin(), sep.end());
+    ra.insert(ra.end(), extra.begin(), extra.end());
+    auto fill = [&](const std::vector<AttrId>& attrs) {
+      std::vector<std::int64_t> s;
+      for (AttrId a : attrs) s.push_back(shape[std::size_t(a)]);
+      Factor f(attrs, s, 0.0);
+      for (double& v : f.values()) {
+        const int c = coin(rng);
+        v = c == 0 ? 0.0 : c == 1 ? -0.0 : unit(rng);
+      }
+      return f;
+    };
+    const Factor q = fill(qa), r = fill(ra);
+    std::vector<AttrId> keep{0};
+    for (AttrId a : ra)
+      if (coin(rng) < 2) keep.push_back(a);
+    std::shuffle(keep.begin(), keep.end(), rng);
+    const Factor want = multiply(q, r).project(keep);
+    const Factor got = product_projected(q, r, keep);
+    CHECK(got.attrs() == want.attrs());
+    CHECK(got.size() == want.size() &&
+          std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+  }
+  // r with the separator not leading: the general path, the same numbers
+  const std::vector<std::int64_t> shape{2, 3, 2};
+  Factor q({0, 1}, {2, 3}, 0.0), r({2, 1}, {2, 3}, 0.0);
+  for (std::size_t i = 0; i < q.size(); ++i) q.values()[i] = 0.1 * double(i + 1);
+  for (std::size_t i = 0; i < r.size(); ++i) r.values()[i] = 0.3 * double(i + 2);
+  const Factor a = product_projected(q, r, {2, 0}), b = multiply(q, r).project({2, 0});
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+  const std::vector<AttrId> outside{0, 5};
+  CHECK_THROWS(product_projected(q, r, outside), InvalidArgument);
+}
+
 int main() {
   test_sizes_by_hand();
   test_hypothetical_size_matches_built_tree();
@@ -235,5 +289,6 @@ int main() {
   test_calibrate_rejects_bad_input();
   test_clique_indices_checked();
   test_pair_passes_split_and_share();
+  test_product_projected_is_multiply_then_project();
   return dpcore_test::report();
 }

@@ -104,6 +104,19 @@ def call(fn, *args, **kwargs):
         return None
 
 
+def _check_grid_l1(cells, ref, grid, sizes):
+    got = call(_core.grid_l1, cells, ref, grid, sizes)
+    if got is not None:   # the exact sums, or a flag where one would leave int64
+        l1, overflow = got
+        c = np.asarray(cells).ravel().tolist()
+        r = np.asarray(ref, dtype=np.float64).ravel().tolist()
+        at = 0
+        for k, n in enumerate(np.asarray(sizes).ravel().tolist()):
+            want = sum(abs(int(a) - int(np.rint(grid * b))) for a, b in zip(c[at:at + n], r[at:at + n]))
+            assert (overflow[k] and l1[k] == 0) or (not overflow[k] and int(l1[k]) == want)
+            at += n
+
+
 def _check_parent(tree, c):
     got = call(tree.parent, c)
     if isinstance(c, int) and 0 <= c < len(tree.cliques):
@@ -517,6 +530,15 @@ CASES = {
     "marginalize": st.builds(lambda v, k, log: lambda: _check_marginalize(v, k, log),
                              hostile_arrays(), either(id_lists), either(st.booleans())),
     "logsumexp": st.builds(lambda v: lambda: call(_core.logsumexp, v), HOSTILE),
+    "grid_l1": st.builds(lambda c, r, g, s: lambda: _check_grid_l1(c, r, g, s),
+                         either(st.lists(st.integers(-2**61, 2**61), max_size=6).map(
+                             lambda v: np.array(v, dtype=np.int64))),
+                         either(st.lists(st.floats(allow_nan=True, allow_infinity=True),
+                                         max_size=6).map(np.array)),
+                         either(st.sampled_from([1.0, 2.0 ** 20])),
+                         either(st.lists(st.integers(-1, 6), max_size=3).map(
+                             lambda v: np.array(v, dtype=np.int64)))),
+    "max_abs_finite": st.builds(lambda v: lambda: call(_core.max_abs_finite, v), HOSTILE),
     "checked_cell_count": st.builds(lambda s: lambda: _check_cell_count(s),
                                     either(st.lists(st.integers(-1, 2**40) | st.sampled_from(
                                         HUGE_INTS), max_size=4))),

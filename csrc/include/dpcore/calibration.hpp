@@ -72,6 +72,8 @@ class Calibrator {
   Calibrator(std::shared_ptr<const JunctionTree> tree, std::vector<std::vector<AttrId>> potentials,
              std::vector<std::vector<AttrId>> queries);
 
+  ~Calibrator();
+
   const JunctionTree& tree() const { return *tree_; }
   /// Length of the flat log-potential vector run() reads: the potentials' cells, in order.
   std::uint64_t potential_cells() const { return potential_offset_.back(); }
@@ -162,6 +164,9 @@ class Calibrator {
   std::vector<char> stored_;                  // per clique: belief_ holds E after upward()
   std::vector<char> held_;                    // per clique: belief_ holds the marginal
   std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
+  // downward()'s per-call lists, kept across runs (defined in calibration.cpp)
+  struct DownwardLists;
+  std::unique_ptr<DownwardLists> down_;
   double log_partition_ = 0.0;
   bool calibrated_ = false;
   bool spent_ = false;  // the tables were moved out by calibrated() &&

@@ -43,7 +43,8 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        round_iters: int = 250, discrete: bool | None = None, zeros=(),
+        round_iters: int = 250, round_window: int = 10, round_share: float = 0.05,
+        first_step: float = 1024.0, discrete: bool | None = None, zeros=(),
         derived=None) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
@@ -92,6 +93,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     zeros = list(zeros)
     if zeros:
         options["zeros"] = zeros
+    options.setdefault("first_step", first_step)
     per_round = round_options(options, round_iters)
     fixed = [z.attrs for z in zeros]   # cliques the model holds whatever is measured
 
@@ -201,7 +203,11 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
                                       float(np.abs(references[index] - y).sum())))
 
         t_est = time.perf_counter()
-        model = estimate(model_domain, measurements, warm_start=model, **per_round).model
+        # the refit starts from the last model moved onto the new measurement (one IPF step;
+        # a derived marginal is fit through its query and keeps the plain warm start)
+        refresh = [bases[chosen]] if queries[chosen] is None else []
+        model = estimate(model_domain, measurements, warm_start=model, refresh=refresh,
+                         **{**per_round, **_round_stop(per_round, round_window, round_share)}).model
         timer.add("estimate", time.perf_counter() - t_est)
         log(RoundRecord(len(records), "select+measure", chosen, sigma, epsilon, float(w.max()), len(pool),
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
@@ -307,3 +313,21 @@ def _final_parameters(curator, alpha: Fraction) -> tuple[float, float]:
     epsilon = exponential_epsilon((1 - alpha) * remaining)
     rest = remaining - Fraction(_COST.rho(ExponentialEvent(epsilon, 1)))
     return epsilon, gaussian_sigma(rest)
+
+
+def _round_stop(options: dict, window: int, share: float) -> dict:
+    """A round's refit stops once its last ``window`` iterations took off at most ``share``
+    of what the refit has taken off so far (a relative test: the rounds' losses span orders
+    of magnitude), or at the ``round_iters`` cap. Returned as ``estimate``'s callback, after
+    any callback of the caller's ``estimate_options`` (which may still stop it)."""
+    given = options.get("callback")
+    history: list[float] = []
+
+    def stop(iteration: int, loss: float) -> bool:
+        history.append(loss)
+        if given is not None and given(iteration, loss):
+            return True
+        if len(history) <= window:
+            return False
+        return history[-1 - window] - loss <= share * (history[0] - loss)
+    return {"callback": stop}

@@ -58,7 +58,13 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     :func:`dpcore.inference.estimate`; each round's refit (warm-started from the last model)
     stops after at most ``round_iters`` iterations, since selection needs only the model's
     shape (post-processing: no effect on privacy), and the final model is refit to convergence
-    after the last round. ``discrete`` goes to :meth:`Curator.measure` (None: the exact
+    after the last round. Each refit starts from the last model moved onto the new
+    measurement by one IPF step (``estimate``'s ``refresh``) with a first step of
+    ``first_step`` / L (the final fit too, unless ``estimate_options`` says otherwise), and
+    stops once its last ``round_window`` iterations took off at most ``round_share`` of the
+    refit's decrease (:func:`_round_stop`; measured in bench/results/aim_scaling.md: at ε = 10
+    the fixed 250 iterations were the cost, and a plain cap changed the annealing).
+    ``discrete`` goes to :meth:`Curator.measure` (None: the exact
     discrete Gaussian for integer counts; the bounds then rest on its sub-Gaussian tails).
     ``zeros``: public structural zeros (:class:`dpcore.inference.StructuralZero`, e.g. a
     schema's forbidden cells): every model is fit with zero mass on them, so each zero's
@@ -89,6 +95,12 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     rho = Fraction(curator.privacy_filter.remaining)
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
+    if isinstance(round_window, bool) or not isinstance(round_window, int) or round_window < 1:
+        raise InvalidArgumentError(f"round_window must be an int >= 1, got {round_window!r}")
+    if not (isinstance(round_share, (int, float)) and 0 <= round_share < 1):
+        raise InvalidArgumentError(f"round_share must be a number in [0, 1), got {round_share!r}")
+    if not (isinstance(first_step, (int, float)) and 1 <= first_step <= 2.0**20):
+        raise InvalidArgumentError(f"first_step must be a number in [1, 2**20], got {first_step!r}")
     options = dict(estimate_options or {})
     zeros = list(zeros)
     if zeros:

@@ -122,3 +122,30 @@ def test_bad_refresh_floor_and_first_step_are_typed_errors():
     for bad in (0.5, float("nan"), 2.0**30):
         with pytest.raises(InvalidArgumentError, match="first_step"):
             estimate(DOMAIN, ms, total=TOTAL, max_iters=0, first_step=bad)
+
+
+def test_aims_round_stop_is_the_relative_rule_and_keeps_the_callers_callback():
+    from mechanisms.aim import _round_stop
+    losses = [100.0, 60.0, 40.0, 30.0, 25.0, 23.0, 22.0, 21.5, 21.2, 21.1]
+    stop = _round_stop({}, 2, 0.1)["callback"]
+    fired = [stop(i + 1, x) for i, x in enumerate(losses)]
+    # brute force: at k >= window, h[k - 2] - h[k] <= 0.1 (h[0] - h[k])
+    want = [k >= 2 and losses[k - 2] - losses[k] <= 0.1 * (losses[0] - losses[k])
+            for k in range(len(losses))]
+    assert fired == want and any(want)
+    seen = []
+    stop = _round_stop({"callback": lambda i, x: seen.append(i) or i == 1}, 2, 0.1)["callback"]
+    assert stop(1, 100.0) and seen == [1]
+
+
+def test_aims_round_options_are_checked():
+    from dpcore import Curator, Dataset
+    from dpcore.accounting import PrivacyFilter
+    from mechanisms.aim import aim
+    data = Dataset(np.zeros((10, 4), dtype=np.int64), DOMAIN)
+    for kw, name in (({"round_window": 0}, "round_window"), ({"round_share": 1.0}, "round_share"),
+                     ({"first_step": 0.5}, "first_step")):
+        curator = Curator(data, PrivacyFilter.from_approx_dp(1.0, 1e-6), seed=0)
+        with pytest.raises(InvalidArgumentError, match=name):
+            aim(curator, [("a", "b")], **kw)
+        assert curator.privacy_filter.spent == 0

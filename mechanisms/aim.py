@@ -44,7 +44,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
         round_iters: int = 250, round_window: int = 10, round_share: float = 0.05,
-        first_step: float = 1024.0, discrete: bool | None = None, zeros=(),
+        first_step: float = 1024.0, round_refresh: bool = True, discrete: bool | None = None, zeros=(),
         derived=None) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
@@ -217,7 +217,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         t_est = time.perf_counter()
         # the refit starts from the last model moved onto the new measurement (one IPF step;
         # a derived marginal is fit through its query and keeps the plain warm start)
-        refresh = [bases[chosen]] if queries[chosen] is None else []
+        refresh = [bases[chosen]] if round_refresh and queries[chosen] is None else []
         model = estimate(model_domain, measurements, warm_start=model, refresh=refresh,
                          **{**per_round, **_round_stop(per_round, round_window, round_share)}).model
         timer.add("estimate", time.perf_counter() - t_est)

@@ -43,8 +43,9 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        round_iters: int = 250, round_window: int = 10, round_share: float = 0.05,
-        first_step: float = 1024.0, round_refresh: bool = True, discrete: bool | None = None, zeros=(),
+        round_iters: int = 70, round_window: int = 10, round_share: float = 0.0,
+        first_step: float = 1024.0, round_refresh: bool = False, final_iters: int = 100,
+        discrete: bool | None = None, zeros=(),
         derived=None) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
@@ -57,13 +58,18 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     every marginal in the downward closure of the workload. ``estimate_options`` go to
     :func:`dpcore.inference.estimate`; each round's refit (warm-started from the last model)
     stops after at most ``round_iters`` iterations, since selection needs only the model's
-    shape (post-processing: no effect on privacy), and the final model is refit to convergence
-    after the last round. Each refit starts from the last model moved onto the new
-    measurement by one IPF step (``estimate``'s ``refresh``) with a first step of
-    ``first_step`` / L (the final fit too, unless ``estimate_options`` says otherwise), and
-    stops once its last ``round_window`` iterations took off at most ``round_share`` of the
-    refit's decrease (:func:`_round_stop`; measured in bench/results/aim_scaling.md: at ε = 10
-    the fixed 250 iterations were the cost, and a plain cap changed the annealing).
+    shape (post-processing: no effect on privacy), and the final model is refit (at most
+    ``final_iters`` iterations, and within ``estimate_options``) after the last round. Every fit takes a first step of ``first_step`` / L (the smoothness
+    bound is a worst case; an accepted momentum step never grows the step, so from 1/L the
+    refits crawled): 70 such iterations reach the loss 250 from 1/L reached (replayed AIM
+    refits, bench/results/aim_scaling.md), so the model moves about as far per round and the
+    annealing (Alg. 3) fires as before. The final fit stops after ``final_iters`` (error flat
+    from 50 to 200 there). ``round_refresh``: start each refit with one IPF step onto the new
+    measurement (``estimate``'s ``refresh``); ``round_share`` > 0: stop a refit once its
+    last ``round_window`` iterations took off at most that share of its decrease
+    (:func:`_round_stop`). Both make the refits converge further, so the chosen marginal moves
+    more, annealing fires later and AIM runs more rounds (measured: twice as many, same
+    error, no faster): off by default.
     ``discrete`` goes to :meth:`Curator.measure` (None: the exact
     discrete Gaussian for integer counts; the bounds then rest on its sub-Gaussian tails).
     ``zeros``: public structural zeros (:class:`dpcore.inference.StructuralZero`, e.g. a
@@ -95,6 +101,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     rho = Fraction(curator.privacy_filter.remaining)
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
+    if isinstance(final_iters, bool) or not isinstance(final_iters, int) or final_iters < 1:
+        raise InvalidArgumentError(f"final_iters must be an int >= 1, got {final_iters!r}")
     if isinstance(round_window, bool) or not isinstance(round_window, int) or round_window < 1:
         raise InvalidArgumentError(f"round_window must be an int >= 1, got {round_window!r}")
     if not (isinstance(round_share, (int, float)) and 0 <= round_share < 1):
@@ -235,7 +243,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
             final = True
     retired = curator.retire("AIM final-round calibration residue")
     start = time.perf_counter()
-    model = estimate(model_domain, measurements, warm_start=model, **options).model
+    model = estimate(model_domain, measurements, warm_start=model,
+                     **round_options(options, final_iters)).model
     timer.add("estimate", time.perf_counter() - start)
 
     start = time.perf_counter()

@@ -144,7 +144,7 @@ def test_aims_round_options_are_checked():
     from mechanisms.aim import aim
     data = Dataset(np.zeros((10, 4), dtype=np.int64), DOMAIN)
     for kw, name in (({"round_window": 0}, "round_window"), ({"round_share": 1.0}, "round_share"),
-                     ({"first_step": 0.5}, "first_step")):
+                     ({"first_step": 0.5}, "first_step"), ({"final_iters": 0}, "final_iters")):
         curator = Curator(data, PrivacyFilter.from_approx_dp(1.0, 1e-6), seed=0)
         with pytest.raises(InvalidArgumentError, match=name):
             aim(curator, [("a", "b")], **kw)

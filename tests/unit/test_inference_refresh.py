@@ -149,3 +149,30 @@ def test_aims_round_options_are_checked():
         with pytest.raises(InvalidArgumentError, match=name):
             aim(curator, [("a", "b")], **kw)
         assert curator.privacy_filter.spent == 0
+
+
+def test_aim_passes_its_fit_policy_to_every_fit(monkeypatch):
+    import mechanisms.aim as aim_module
+    from dpcore import Curator, Dataset
+    from dpcore.accounting import PrivacyFilter
+
+    calls = []
+    real = aim_module.estimate
+
+    def spy(domain, measurements, **options):
+        calls.append(options)
+        return real(domain, measurements, **options)
+
+    monkeypatch.setattr(aim_module, "estimate", spy)
+    rng = np.random.default_rng(0)
+    data = Dataset(np.stack([rng.integers(0, n, 200) for n in SHAPE], axis=1), DOMAIN)
+    curator = Curator(data, PrivacyFilter.from_approx_dp(1.0, 1e-9), seed=0)
+    result = aim_module.aim(curator, [("a", "b"), ("b", "c")], round_iters=9, final_iters=4,
+                            first_step=64.0, round_refresh=True, round_share=0.1)
+    rounds = result.extras["rounds_run"]
+    assert [c["max_iters"] for c in calls] == [9] * (rounds + 1) + [4]
+    assert all(c["first_step"] == 64.0 for c in calls)
+    # every round's refit (not the first fit, not the final one) refreshes the chosen marginal
+    # and carries the relative stop
+    assert [len(c.get("refresh", ())) for c in calls] == [0] + [1] * rounds + [0]
+    assert ["callback" in c for c in calls] == [False] + [True] * rounds + [False]

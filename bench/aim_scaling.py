@@ -32,7 +32,7 @@ RESULTS_MD = os.path.join(HERE, "results", "aim_scaling.md")
 DELTA = 1e-9
 
 
-def run_one(epsilon: float, seed: int) -> dict:
+def run_one(epsilon: float, seed: int, options: dict | None = None) -> dict:
     from dpcore import Curator, Dataset, Domain
     from dpcore.accounting import PrivacyFilter
     from mechanisms.aim import aim
@@ -43,7 +43,7 @@ def run_one(epsilon: float, seed: int) -> dict:
     workload = common.workload_cliques("adult", "all3way")
     curator = Curator(data, PrivacyFilter.from_approx_dp(epsilon, DELTA), seed=seed)
     start = time.process_time()
-    result = aim(curator, workload, seed=seed)
+    result = aim(curator, workload, seed=seed, **(options or {}))
     cpu = time.process_time() - start
     synthetic = result.synthetic
     error = 0.0
@@ -84,6 +84,8 @@ def main() -> int:
     run.add_argument("--label", required=True)
     run.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 10.0])
     run.add_argument("--seeds", type=int, nargs="+", default=[0])
+    run.add_argument("--aim", default="{}", help="JSON of aim() keyword options, e.g. "
+                     "'{\"round_iters\": 70}' (recorded in the row)")
     sub.add_parser("report")
     args = parser.parse_args()
     if args.command == "report":
@@ -91,7 +93,10 @@ def main() -> int:
         return 0
     for epsilon in args.eps:
         for seed in args.seeds:
-            row = {"label": args.label, **run_one(epsilon, seed)}
+            options = json.loads(args.aim)
+            row = {"label": args.label, **run_one(epsilon, seed, options)}
+            if options:
+                row["aim_options"] = options
             print(json.dumps(row), flush=True)
             with open(RESULTS_JSONL, "a") as f:
                 f.write(json.dumps(row) + "\n")

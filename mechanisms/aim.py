@@ -43,7 +43,9 @@ def _round_cost(epsilon: float, sigma: float) -> Fraction:
 def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None = None,
         alpha=Fraction(9, 10), synthetic_rows: int | None = None, sample_method: str = "round",
         seed=None, confidence: float = 0.95, callback=None, estimate_options=None,
-        round_iters: int = 250, discrete: bool | None = None, zeros=(),
+        round_iters: int = 70, round_window: int = 10, round_share: float = 0.0,
+        first_step: float = 1024.0, round_refresh: bool = False, final_iters: int = 100,
+        discrete: bool | None = None, zeros=(),
         derived=None) -> MechanismResult:
     """Run AIM (Algorithm 4) on the curator's data for a workload of weighted marginals.
 
@@ -56,8 +58,19 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     every marginal in the downward closure of the workload. ``estimate_options`` go to
     :func:`dpcore.inference.estimate`; each round's refit (warm-started from the last model)
     stops after at most ``round_iters`` iterations, since selection needs only the model's
-    shape (post-processing: no effect on privacy), and the final model is refit to convergence
-    after the last round. ``discrete`` goes to :meth:`Curator.measure` (None: the exact
+    shape (post-processing: no effect on privacy), and the final model is refit (at most
+    ``final_iters`` iterations, and within ``estimate_options``) after the last round. Every fit takes a first step of ``first_step`` / L (the smoothness
+    bound is a worst case; an accepted momentum step never grows the step, so from 1/L the
+    refits crawled): 70 such iterations reach the loss 250 from 1/L reached (replayed AIM
+    refits, bench/results/aim_scaling.md), so the model moves about as far per round and the
+    annealing (Alg. 3) fires as before. The final fit stops after ``final_iters`` (error flat
+    from 50 to 200 there). ``round_refresh``: start each refit with one IPF step onto the new
+    measurement (``estimate``'s ``refresh``); ``round_share`` > 0: stop a refit once its
+    last ``round_window`` iterations took off at most that share of its decrease
+    (:func:`_round_stop`). Both make the refits converge further, so the chosen marginal moves
+    more, annealing fires later and AIM runs more rounds (measured: twice as many, same
+    error, no faster): off by default.
+    ``discrete`` goes to :meth:`Curator.measure` (None: the exact
     discrete Gaussian for integer counts; the bounds then rest on its sub-Gaussian tails).
     ``zeros``: public structural zeros (:class:`dpcore.inference.StructuralZero`, e.g. a
     schema's forbidden cells): every model is fit with zero mass on them, so each zero's
@@ -88,10 +101,19 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
     rho = Fraction(curator.privacy_filter.remaining)
     if rho <= 0:
         raise InvalidArgumentError(f"the privacy filter has no budget left, remaining = {rho}")
+    if isinstance(final_iters, bool) or not isinstance(final_iters, int) or final_iters < 1:
+        raise InvalidArgumentError(f"final_iters must be an int >= 1, got {final_iters!r}")
+    if isinstance(round_window, bool) or not isinstance(round_window, int) or round_window < 1:
+        raise InvalidArgumentError(f"round_window must be an int >= 1, got {round_window!r}")
+    if not (isinstance(round_share, (int, float)) and 0 <= round_share < 1):
+        raise InvalidArgumentError(f"round_share must be a number in [0, 1), got {round_share!r}")
+    if not (isinstance(first_step, (int, float)) and 1 <= first_step <= 2.0**20):
+        raise InvalidArgumentError(f"first_step must be a number in [1, 2**20], got {first_step!r}")
     options = dict(estimate_options or {})
     zeros = list(zeros)
     if zeros:
         options["zeros"] = zeros
+    options.setdefault("first_step", first_step)
     per_round = round_options(options, round_iters)
     fixed = [z.attrs for z in zeros]   # cliques the model holds whatever is measured
 
@@ -201,7 +223,11 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
                                       float(np.abs(references[index] - y).sum())))
 
         t_est = time.perf_counter()
-        model = estimate(model_domain, measurements, warm_start=model, **per_round).model
+        # the refit starts from the last model moved onto the new measurement (one IPF step;
+        # a derived marginal is fit through its query and keeps the plain warm start)
+        refresh = [bases[chosen]] if round_refresh and queries[chosen] is None else []
+        model = estimate(model_domain, measurements, warm_start=model, refresh=refresh,
+                         **{**per_round, **_round_stop(per_round, round_window, round_share)}).model
         timer.add("estimate", time.perf_counter() - t_est)
         log(RoundRecord(len(records), "select+measure", chosen, sigma, epsilon, float(w.max()), len(pool),
                         Fraction(curator.privacy_filter.spent - before), time.perf_counter() - start))
@@ -217,7 +243,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
             final = True
     retired = curator.retire("AIM final-round calibration residue")
     start = time.perf_counter()
-    model = estimate(model_domain, measurements, warm_start=model, **options).model
+    model = estimate(model_domain, measurements, warm_start=model,
+                     **round_options(options, final_iters)).model
     timer.add("estimate", time.perf_counter() - start)
 
     start = time.perf_counter()
@@ -307,3 +334,21 @@ def _final_parameters(curator, alpha: Fraction) -> tuple[float, float]:
     epsilon = exponential_epsilon((1 - alpha) * remaining)
     rest = remaining - Fraction(_COST.rho(ExponentialEvent(epsilon, 1)))
     return epsilon, gaussian_sigma(rest)
+
+
+def _round_stop(options: dict, window: int, share: float) -> dict:
+    """A round's refit stops once its last ``window`` iterations took off at most ``share``
+    of what the refit has taken off so far (a relative test: the rounds' losses span orders
+    of magnitude), or at the ``round_iters`` cap. Returned as ``estimate``'s callback, after
+    any callback of the caller's ``estimate_options`` (which may still stop it)."""
+    given = options.get("callback")
+    history: list[float] = []
+
+    def stop(iteration: int, loss: float) -> bool:
+        history.append(loss)
+        if given is not None and given(iteration, loss):
+            return True
+        if len(history) <= window:
+            return False
+        return history[-1 - window] - loss <= share * (history[0] - loss)
+    return {"callback": stop}

@@ -61,7 +61,8 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
              warm_start=None, max_iters: int = 2000, tol: float = 1e-7,
              method: str = "accelerated",
              callback: Callable[[int, float], object] | None = None,
-             zeros: Sequence = ()) -> EstimationResult:
+             zeros: Sequence = (), refresh: Sequence = (), floor: float = 0.5,
+             first_step: float = 1.0) -> EstimationResult:
     """Fit a :class:`GraphicalModel` to ``measurements`` by Private-PGM.
 
     ``total``: the record count if public; otherwise estimated from the measurements
@@ -73,6 +74,13 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
     ``zeros``: :class:`~dpcore.inference.zeros.StructuralZero` masks; each one's attributes
     become (part of) a model clique whose forbidden cells hold -inf throughout, so the fit is
     the maximum-likelihood model among those with zero mass there.
+    ``refresh``: measured attribute sets (e.g. AIM's newly measured marginal) on which the
+    start takes one IPF step before the fit (:func:`refresh_potentials`): the start's marginal
+    on each then equals its measurements' clipped (at ``floor`` counts a cell), normalised
+    mean, so a warm start need not crawl there by small gradient steps.
+    ``first_step``: the first step size as a multiple of ``1 / Problem.smoothness``
+    (>= 1; see :meth:`TreeOracle.fit`): that bound is a worst case over directions, and an
+    accepted accelerated step never grows the step, so a fit from it can crawl.
     """
     from dpcore.inference.model import GraphicalModel
     from dpcore.inference.oracle import TreeOracle
@@ -90,11 +98,16 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
               and total > 0):
         raise InvalidArgumentError(f"total must be finite and > 0, got {total!r}")
     problem = Problem(domain, measurements, float(total), zeros)
+    if not (isinstance(first_step, (int, float)) and 1.0 <= first_step <= _MAX_FIRST_STEP):
+        raise InvalidArgumentError(
+            f"first_step must be a number in [1, {_MAX_FIRST_STEP:g}], got {first_step!r}")
     theta = initial_potentials(problem, warm_start)
     oracle = TreeOracle(problem)
+    if refresh:
+        theta = refresh_potentials(problem, oracle, theta, refresh, floor)
     theta, history, iters, converged, calibrations = oracle.fit(
         theta, max_iters=int(max_iters), tol=float(tol), accelerated=method == "accelerated",
-        callback=callback)
+        callback=callback, first_step=float(first_step))
     model = GraphicalModel(domain, problem.cliques, oracle.factors(theta), problem.total,
                            loss_history=history, calibrated=oracle.calibrated(theta))
     return EstimationResult(model, tuple(history), iters, converged, method, calibrations)
@@ -140,4 +153,49 @@ def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
         cliques[k] += values.reshape(shape)  # a view: writes into theta
     if problem.zeros:   # a warm start without the zeros (or with others) must not lift them
         theta[problem.forbidden] = -np.inf
+    return theta
+
+
+_MAX_FIRST_STEP = 2.0**20   # the fit halves a failed step at most 40 times (estimation.cpp)
+
+
+def refresh_potentials(problem: Problem, oracle, theta: np.ndarray, refresh: Sequence,
+                       floor: float = 0.5) -> np.ndarray:
+    """One IPF step on each measured set of ``refresh``, in order; returns new potentials.
+
+    For a set ``S`` with pooled identity measurements ``ybar`` (counts; Problem's
+    precision-weighted mean) and the start's marginal ``p_S``, the step adds
+    ``log(t / p_S)`` into the first clique holding ``S`` (where the gradient of ``S`` goes),
+    with ``t = max(ybar, floor) / sum(max(ybar, floor))``: the distribution becomes
+    ``p(x) t(x_S) / p_S(x_S)``, whose marginal on ``S`` is ``t`` exactly and whose
+    conditionals given ``x_S`` are unchanged. The floor (counts, > 0) keeps noisy negative or
+    zero cells finite. Cells with ``p_S = 0`` (structural zeros, -inf throughout) stay as they
+    are and ``t`` is normalised over the others. One calibration per set: post-processing of
+    the measurements only. A set measured only through a query (no identity measurement) is
+    left alone.
+    """
+    if not (isinstance(floor, (int, float)) and np.isfinite(floor) and floor > 0):
+        raise InvalidArgumentError(f"floor must be a finite number > 0 (counts), got {floor!r}")
+    order = {a: i for i, a in enumerate(problem.domain.attrs)}
+    slope, target, _ = problem.identity_terms()
+    theta = theta.copy()
+    cliques = problem.split_cliques(theta)
+    for attrs in refresh:
+        canon = tuple(sorted(attrs, key=lambda a: order.get(a, -1)))
+        if canon not in problem.groups:
+            raise InvalidArgumentError(f"refresh set {tuple(attrs)} is not a measured set")
+        g = problem.groups.index(canon)
+        where = slice(problem.group_offsets[g], problem.group_offsets[g + 1])
+        if not slope[where].any():
+            continue
+        p = oracle(theta)[where]
+        live = p > 0
+        t = np.where(live, np.maximum(target[where], floor), 0.0)
+        t /= t.sum()
+        shift = np.zeros_like(p)
+        shift[live] = np.log(t[live]) - np.log(p[live])
+        k = next(i for i, c in enumerate(problem.cliques) if set(canon) <= set(c))
+        shape = tuple(problem.domain.shape[order[a]] if a in canon else 1
+                      for a in problem.cliques[k])
+        cliques[k] += shift.reshape(shape)   # a view: writes into theta
     return theta

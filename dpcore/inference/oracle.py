@@ -48,7 +48,7 @@ class TreeOracle:
         return self._calibrator.spread(group_grad)
 
     def fit(self, theta: np.ndarray, *, max_iters: int, tol: float, accelerated: bool,
-            callback=None):
+            callback=None, first_step: float = 1.0):
         """The compiled optimiser (``dpcore::fit``, see :mod:`dpcore.inference.estimation`)
         from flat ``theta``; returns (theta, loss history, iterations, converged,
         calibrations)."""
@@ -58,7 +58,7 @@ class TreeOracle:
         slope, target, constant = problem.identity_terms()
         return _core.fit(self._calibrator, slope, target, problem.total, constant,
                          problem.extra_loss if problem.has_extra else None, theta,
-                         min(max_iters, 2**31 - 1), tol, problem.smoothness, accelerated,
+                         min(max_iters, 2**31 - 1), tol, problem.smoothness / first_step, accelerated,
                          callback)
 
     def calibrated(self, theta: np.ndarray):

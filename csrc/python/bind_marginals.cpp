@@ -200,8 +200,8 @@ void validate_codes(py::handle records, py::handle sizes_obj, py::handle names, 
 using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
 using DoubleArray = py::array_t<double, py::array::c_style>;
 
-// The arrays must already have the kernel's dtypes (no silent cast of the curator's cells;
-// a non-contiguous one is copied) and are checked against each other before it reads them.
+// Arrays of other integer dtypes (and lists) are converted by pybind11, floats refused; a
+// non-contiguous one is copied; they are checked against each other before any cell is read.
 py::tuple grid_l1(const Int64Array& cells, const DoubleArray& ref, double grid,
                   const Int64Array& sizes) {
   if (cells.ndim() != 1 || ref.ndim() != 1 || sizes.ndim() != 1)
@@ -210,22 +210,13 @@ py::tuple grid_l1(const Int64Array& cells, const DoubleArray& ref, double grid,
     throw dpcore::InvalidArgument("cells and reference must have the same length, got " +
                                   std::to_string(cells.shape(0)) + " and " +
                                   std::to_string(ref.shape(0)));
-  std::int64_t total = 0;
-  for (py::ssize_t r = 0; r < sizes.shape(0); ++r) {
-    if (sizes.data()[r] < 0)
-      throw dpcore::InvalidArgument("sizes must be >= 0, got " + std::to_string(sizes.data()[r]));
-    total += sizes.data()[r];
-  }
-  if (total != cells.shape(0))
-    throw dpcore::InvalidArgument("sizes must sum to the cells' length " +
-                                  std::to_string(cells.shape(0)) + ", got " + std::to_string(total));
   const auto k = static_cast<std::uint64_t>(sizes.shape(0));
   Int64Array out(sizes.shape(0));
   py::array_t<std::uint8_t> overflow(sizes.shape(0));
   {
-    py::gil_scoped_release release;
-    dpcore::grid_l1(cells.data(), ref.data(), grid, sizes.data(), k, out.mutable_data(),
-                    overflow.mutable_data());
+    py::gil_scoped_release release;   // the sizes are checked against the cells by the kernel
+    dpcore::grid_l1(cells.data(), ref.data(), static_cast<std::uint64_t>(cells.shape(0)), grid,
+                    sizes.data(), k, out.mutable_data(), overflow.mutable_data());
   }
   return py::make_tuple(out, overflow.attr("astype")("bool"));
 }

@@ -49,7 +49,11 @@ Factor product_projected(const Factor& q, const Factor& r, const std::vector<Att
     if (q.shape()[i + 1] != r.shape()[i]) return multiply(q, r).project(keep);  // project() names it
   const std::uint64_t rows = q.shape()[0], rcells = r.size(), scells = q.size() / rows;
   const std::uint64_t extra = rcells / scells;   // cells of E
-  static thread_local std::vector<double> buffer;
+  // Reused per thread up to kKeptCells (a few MB), so a pool thread does not keep the largest
+  // product it ever formed for the life of the process; larger ones are this call's own.
+  static thread_local std::vector<double> kept_buffer;
+  std::vector<double> own;
+  std::vector<double>& buffer = rows * rcells <= kKeptCells ? kept_buffer : own;
   if (buffer.size() < rows * rcells) buffer.resize(rows * rcells);
   double* __restrict out = buffer.data();
   const double* qv = q.data();

@@ -87,14 +87,22 @@ double max_abs_finite(const double* v, std::uint64_t n) {
   return flag == 0.0 ? top : std::numeric_limits<double>::infinity();
 }
 
-void grid_l1(const std::int64_t* cells, const double* ref, double grid, const std::int64_t* sizes,
-             std::uint64_t k, std::int64_t* out, std::uint8_t* overflow) {
-  std::uint64_t all = 0;
-  for (std::uint64_t r = 0; r < k; ++r) {
+void grid_l1(const std::int64_t* cells, const double* ref, std::uint64_t n, double grid,
+             const std::int64_t* sizes, std::uint64_t k, std::int64_t* out,
+             std::uint8_t* overflow) {
+  for (std::uint64_t r = 0; r < k; ++r)
     if (sizes[r] < 0)
       throw InvalidArgument("segment sizes must be >= 0, got " + std::to_string(sizes[r]));
+  std::uint64_t all = 0;
+  for (std::uint64_t r = 0; r < k; ++r) {
+    if (static_cast<std::uint64_t>(sizes[r]) > n - all)   // a wrapped sum would read past n
+      throw InvalidArgument("segment sizes must sum to the " + std::to_string(n) +
+                            " cells, got more");
     all += static_cast<std::uint64_t>(sizes[r]);
   }
+  if (all != n)
+    throw InvalidArgument("segment sizes must sum to the " + std::to_string(n) + " cells, got " +
+                          std::to_string(all));
   // max |grid ref_i| = |grid| max |ref_i|: rounding a product by a constant is monotone
   if (!cells_in_range(cells, all) || !(std::fabs(grid) * max_abs_finite(ref, all) < kLimit))
     throw InvalidArgument("cells and grid * reference must be below 2^60 in magnitude, got a "

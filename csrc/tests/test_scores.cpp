@@ -54,7 +54,7 @@ static void test_grid_l1_matches_naive_sums() {
     }
     std::vector<std::int64_t> out(sizes.size());
     std::vector<std::uint8_t> overflow(sizes.size());
-    grid_l1(cells.data(), ref.data(), 0x1p20, sizes.data(), sizes.size(), out.data(),
+    grid_l1(cells.data(), ref.data(), cells.size(), 0x1p20, sizes.data(), sizes.size(), out.data(),
             overflow.data());
     const std::vector<Wide> want = naive(cells, ref, 0x1p20, sizes);
     for (std::size_t r = 0; r < sizes.size(); ++r) {
@@ -76,16 +76,40 @@ static void test_grid_l1_refuses_out_of_range_values() {
   for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), 0x1p41}) {
     const std::vector<double> ref{0.0, bad};
     const std::vector<std::int64_t> cells{0, 0};
-    CHECK_THROWS(grid_l1(cells.data(), ref.data(), 0x1p20, sizes.data(), 1, out.data(),
+    CHECK_THROWS(grid_l1(cells.data(), ref.data(), cells.size(), 0x1p20, sizes.data(), 1, out.data(),
                          overflow.data()), InvalidArgument);
   }
   const std::vector<double> ref{0.0, 0.0};
   const std::vector<std::int64_t> cells{std::int64_t{1} << 60, 0};
-  CHECK_THROWS(grid_l1(cells.data(), ref.data(), 0x1p20, sizes.data(), 1, out.data(),
+  CHECK_THROWS(grid_l1(cells.data(), ref.data(), cells.size(), 0x1p20, sizes.data(), 1, out.data(),
                        overflow.data()), InvalidArgument);
   const std::vector<std::int64_t> negative{-1};
-  CHECK_THROWS(grid_l1(cells.data(), ref.data(), 1.0, negative.data(), 1, out.data(),
+  CHECK_THROWS(grid_l1(cells.data(), ref.data(), cells.size(), 1.0, negative.data(), 1, out.data(),
                        overflow.data()), InvalidArgument);
+}
+
+// review 16c: sizes that wrap around to the cells' count passed the binding's check and the
+// kernel walked past the arrays; and no test put an out-of-range cell in the 8-lane part.
+static void test_grid_l1_checks_sizes_and_every_lane() {
+  std::vector<std::int64_t> out(3);
+  std::vector<std::uint8_t> overflow(3);
+  const std::vector<double> ref3(3, 0.0);
+  const std::vector<std::int64_t> cells3(3, 0);
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  for (const std::vector<std::int64_t>& sizes :
+       {std::vector<std::int64_t>{big, big, 5}, std::vector<std::int64_t>{1, 1},
+        std::vector<std::int64_t>{2, 2}})
+    CHECK_THROWS(grid_l1(cells3.data(), ref3.data(), cells3.size(), 0x1p20, sizes.data(),
+                         sizes.size(), out.data(), overflow.data()), InvalidArgument);
+  const std::vector<double> ref(16, 0.0);
+  const std::vector<std::int64_t> sizes{16};
+  for (std::size_t at = 0; at < 16; ++at)
+    for (std::int64_t bad : {std::int64_t{1} << 60, -(std::int64_t{1} << 60)}) {
+      std::vector<std::int64_t> cells(16, 0);
+      cells[at] = bad;
+      CHECK_THROWS(grid_l1(cells.data(), ref.data(), cells.size(), 0x1p20, sizes.data(), 1,
+                           out.data(), overflow.data()), InvalidArgument);
+    }
 }
 
 static void test_max_abs_finite() {
@@ -104,6 +128,7 @@ static void test_max_abs_finite() {
 int main() {
   test_grid_l1_matches_naive_sums();
   test_grid_l1_refuses_out_of_range_values();
+  test_grid_l1_checks_sizes_and_every_lane();
   test_max_abs_finite();
   return dpcore_test::report();
 }

@@ -55,6 +55,9 @@ def test_grid_l1_checks_its_arrays():
         _core.grid_l1(np.zeros(3, np.int64), np.zeros(3), 1.0, np.array([2]))
     with pytest.raises(InvalidArgumentError, match=">= 0"):
         _core.grid_l1(np.zeros(3, np.int64), np.zeros(3), 1.0, np.array([4, -1]))
+    with pytest.raises(InvalidArgumentError, match="sum to"):   # wrapping to the length
+        _core.grid_l1(np.zeros(3, np.int64), np.zeros(3), 1.0,
+                      np.array([2 ** 63 - 1, 2 ** 63 - 1, 5], dtype=np.int64))
 
 
 @settings(max_examples=150, deadline=None)
@@ -126,3 +129,15 @@ def test_a_reference_past_the_limit_gets_the_same_error_before_any_charge():
         with pytest.raises(InvalidArgumentError, match=match):
             curator.select(cands, bad, 0.5, among=[0, 1])
         assert curator.privacy_filter.ledger.entries == ()
+
+
+def test_a_candidate_whose_sum_leaves_int64_is_scored_exactly():
+    # review 16c: no test reached the exact recompute of a flagged segment (a mutant scoring it
+    # 0 passed): references just inside the limit on a 24-cell candidate sum past 2^63
+    cands = [("a",), ("a", "b", "c")]
+    curator = _curator(1.0)
+    ref = np.full(3 + 24, -np.nextafter(2.0 ** 40, 0.0))      # the largest below 2^40
+    curator.select(cands, ref, 0.2, among=[0, 1])
+    pool = curator._Curator__pool
+    want = _l1_cells(pool.cells, np.rint(ref * SCORE_GRID).astype(np.int64), pool.sizes)
+    assert max(want) > 2 ** 63 and list(pool.l1) == list(want)

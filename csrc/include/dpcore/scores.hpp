@@ -17,12 +17,14 @@ namespace dpcore {
 /// max |v_i| over n values, or +inf when a value is NaN or ±inf (0 for n = 0).
 double max_abs_finite(const double* v, std::uint64_t n);
 
-/// For k consecutive segments of `sizes[r]` cells: out[r] = Σ |cells_i - rint(grid * ref_i)|,
-/// exact. Needs |cells_i| < 2^60 and |grid * ref_i| < 2^60 (InvalidArgument otherwise, NaN
-/// included; the curator checks both first); a segment whose running sum would leave int64
-/// gets overflow[r] = 1 (out[r] then 0) and must be recomputed exactly by the caller.
-/// InvalidArgument when a size is negative.
-void grid_l1(const std::int64_t* cells, const double* ref, double grid, const std::int64_t* sizes,
-             std::uint64_t k, std::int64_t* out, std::uint8_t* overflow);
+/// For k consecutive segments of `sizes[r]` cells of the n cells: out[r] = Σ |cells_i -
+/// rint(grid * ref_i)|, exact. Needs |cells_i| < 2^60 and |grid * ref_i| < 2^60
+/// (InvalidArgument otherwise, NaN included; the curator checks both first); a segment whose
+/// running sum would leave int64 gets overflow[r] = 1 (out[r] then 0) and must be recomputed
+/// exactly by the caller. InvalidArgument when a size is negative or the sizes do not sum to
+/// n (checked without overflow).
+void grid_l1(const std::int64_t* cells, const double* ref, std::uint64_t n, double grid,
+             const std::int64_t* sizes, std::uint64_t k, std::int64_t* out,
+             std::uint8_t* overflow);
 
 }  // namespace dpcore

@@ -1,7 +1,7 @@
 """The compiled score kernel of Curator.select (``_core.grid_l1``, ``_core.max_abs_finite``)
-against the definition recomputed in Python integers, and the curator's reused reference
-buffers against a fresh copy each call (issue 22, session 16: the same integers, the same
-draws)."""
+against the definition recomputed in Python integers (its use on remembered lists:
+test_curator_select.py), and the curator's reused reference buffers against a fresh copy each
+call (issue 22, session 16: the same integers, the same draws)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dpcore import Curator, Dataset, Domain, _core
 from dpcore.accounting import PrivacyFilter
-from dpcore.curator import SCORE_GRID, _l1_cells, _l1_pool, _Pool, _Unrounded
+from dpcore.curator import SCORE_GRID, _l1_cells
 from dpcore.accounting.errors import BudgetExceededError
 from dpcore.errors import InvalidArgumentError
 
@@ -69,23 +69,6 @@ def test_max_abs_finite_is_numpy_or_inf(values):
         assert got == (float(np.abs(v).max()) if v.size else 0.0)
     else:
         assert got == np.inf
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(1, 6), min_size=1, max_size=6), st.data())
-def test_l1_pool_on_unrounded_references_equals_l1_cells(sizes, data):
-    # The fused path (round + L1 in one pass) against rounding first and _l1_cells, round after
-    # round on one remembered list, including cells past 2^40 records (the Python fallback).
-    top = 2.0 ** 41 if data.draw(st.booleans()) else 2.0 ** 30
-    cells = np.floor(np.array(data.draw(st.lists(st.floats(0, top), min_size=sum(sizes),
-                                                 max_size=sum(sizes)))) * SCORE_GRID)
-    sizes = np.array(sizes, dtype=np.int64)
-    pool = _Pool((), [], sizes)
-    for _ in range(3):
-        ref = np.array(data.draw(st.lists(st.floats(-2.0 ** 39, 2.0 ** 39), min_size=cells.size,
-                                          max_size=cells.size)), dtype=np.float64)
-        rounded = np.rint(ref * SCORE_GRID).astype(np.int64)
-        assert _l1_pool(pool, cells, _Unrounded(ref)) == _l1_cells(cells, rounded, sizes)
 
 
 def _curator(budget, seed=3):

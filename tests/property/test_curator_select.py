@@ -171,7 +171,10 @@ def test_draw_among_is_draw_on_the_python_integer_scores(data):
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=6), st.data())
 def test_l1_pool_equals_l1_cells_round_after_round(sizes, data):
     # A remembered list keeps its cells as int64 with their segment starts; every later
-    # reference gets _l1_cells' integers, including past 2^40 records and near-2^63 sums.
+    # reference gets _l1_cells' integers, including past 2^40 records and near-2^63 sums;
+    # an unrounded reference (the compiled path rounds and sums in one pass) the integers of
+    # rounding it first.
+    from dpcore.curator import _Unrounded
     big = data.draw(st.booleans())
     top = 2.0 ** 41 if big else 2.0 ** 39
     cells = np.floor(np.array(data.draw(st.lists(st.floats(0, top, allow_nan=False), min_size=sum(sizes),
@@ -179,9 +182,16 @@ def test_l1_pool_equals_l1_cells_round_after_round(sizes, data):
     sizes = np.array(sizes, dtype=np.int64)
     pool = _Pool((), [], sizes)
     for _ in range(3):
-        refs = np.array(data.draw(st.lists(st.integers(-2 ** 59, 2 ** 59), min_size=cells.size,
-                                           max_size=cells.size)), dtype=np.int64)
-        assert _l1_pool(pool, cells, refs) == _l1_cells(cells, refs, sizes)
+        if data.draw(st.booleans()):
+            refs = np.array(data.draw(st.lists(st.integers(-2 ** 59, 2 ** 59),
+                                               min_size=cells.size, max_size=cells.size)),
+                            dtype=np.int64)
+            assert _l1_pool(pool, cells, refs) == _l1_cells(cells, refs, sizes)
+        else:
+            ref = np.array(data.draw(st.lists(st.floats(-2.0 ** 39, 2.0 ** 39),
+                                              min_size=cells.size, max_size=cells.size)))
+            rounded = np.rint(ref * SCORE_GRID).astype(np.int64)
+            assert _l1_pool(pool, cells, _Unrounded(ref)) == _l1_cells(cells, rounded, sizes)
 
 
 @settings(max_examples=100, deadline=None)

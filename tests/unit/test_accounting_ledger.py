@@ -1,4 +1,5 @@
 """The ledger file: round trips, its line layout, O(1) appends, torn writes, bounded numbers."""
+import contextlib
 import hashlib
 import json
 import os
@@ -134,23 +135,29 @@ def _needs_and_takes_a_repair(path):
     assert report.status == "pass" and "--repair" in report.notes[0]
 
 
-def test_a_repair_cut_short_by_a_crash_still_needs_repair(saved, monkeypatch):
-    # review 15 H1: the repaired file (with its trailer) was written before the repair entry,
-    # so a crash between the two left a file that verified PASS with no record of the repair.
-    # Now the repair entry and the trailer are one write after the last whole entry.
+@contextlib.contextmanager
+def _writes_cut_half_way(monkeypatch):
+    """Inside: every ledger write stops half way with an I/O error (a crash mid-write)."""
     from dpcore.accounting import journal
-    path, f = saved
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:3]) + lines[3][:25])     # cut inside an entry
     real = journal._write_at
 
     def crash(fd, data, at):
         real(fd, data[:len(data) // 2], at)
         raise OSError(5, "Input/output error")
-    monkeypatch.setattr(journal, "_write_at", crash)
-    with pytest.raises(OSError):
+    with monkeypatch.context() as patch:
+        patch.setattr(journal, "_write_at", crash)
+        yield
+
+
+def test_a_repair_cut_short_by_a_crash_still_needs_repair(saved, monkeypatch):
+    # review 15 H1: the repaired file (with its trailer) was written before the repair entry,
+    # so a crash between the two left a file that verified PASS with no record of the repair.
+    # Now the repair entry and the trailer are one write after the last whole entry.
+    path, f = saved
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3]) + lines[3][:25])     # cut inside an entry
+    with _writes_cut_half_way(monkeypatch), pytest.raises(OSError):
         PrivacyFilter.resume(path, repair=True)
-    monkeypatch.setattr(journal, "_write_at", real)
     _needs_and_takes_a_repair(path)
 
 
@@ -232,19 +239,11 @@ def _in_line_format(path):
 def test_a_crash_while_a_reformatted_ledger_is_rewritten_loses_nothing(saved, monkeypatch):
     # The rewrite into line format used to truncate the file, then write it: a crash between
     # left a prefix of the line format that --repair accepted, forgetting spent budget.
-    from dpcore.accounting import journal
     path, f = saved
     os.chmod(path, 0o640)
     pretty = _reformat(path)
-    real = journal._write_at
-
-    def crash(fd, data, at):
-        real(fd, data[:len(data) // 2], at)
-        raise OSError(5, "Input/output error")
-    monkeypatch.setattr(journal, "_write_at", crash)
-    with pytest.raises(OSError):
+    with _writes_cut_half_way(monkeypatch), pytest.raises(OSError):
         PrivacyFilter.resume(path)
-    monkeypatch.setattr(journal, "_write_at", real)
     assert path.read_text() == pretty and os.listdir(path.parent) == [path.name]
     g = PrivacyFilter.resume(path)       # no repair needed, nothing forgotten
     assert g.spent == f.spent and g.ledger == f.ledger

@@ -24,7 +24,7 @@ import numpy as np
 from dpcore.accounting import ExponentialEvent, GaussianEvent, ZCDPAccountant
 from dpcore.accounting.calibration import exponential_epsilon, gaussian_sigma
 from dpcore.errors import InvalidArgumentError
-from dpcore.inference import Measurement, estimate
+from dpcore.inference import Measurement, check_first_step, estimate
 from dpcore.junction_tree import JunctionTree
 
 from . import coarsen
@@ -107,8 +107,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         raise InvalidArgumentError(f"round_window must be an int >= 1, got {round_window!r}")
     if not (isinstance(round_share, (int, float)) and 0 <= round_share < 1):
         raise InvalidArgumentError(f"round_share must be a number in [0, 1), got {round_share!r}")
-    if not (isinstance(first_step, (int, float)) and 1 <= first_step <= 2.0**20):
-        raise InvalidArgumentError(f"first_step must be a number in [1, 2**20], got {first_step!r}")
+    check_first_step(first_step)
     options = dict(estimate_options or {})
     zeros = list(zeros)
     if zeros:

@@ -98,9 +98,7 @@ def estimate(domain, measurements: Sequence[Measurement], *, total: float | None
               and total > 0):
         raise InvalidArgumentError(f"total must be finite and > 0, got {total!r}")
     problem = Problem(domain, measurements, float(total), zeros)
-    if not (isinstance(first_step, (int, float)) and 1.0 <= first_step <= _MAX_FIRST_STEP):
-        raise InvalidArgumentError(
-            f"first_step must be a number in [1, {_MAX_FIRST_STEP:g}], got {first_step!r}")
+    check_first_step(first_step)
     theta = initial_potentials(problem, warm_start)
     oracle = TreeOracle(problem)
     if refresh:
@@ -157,6 +155,14 @@ def initial_potentials(problem: Problem, warm_start=None) -> np.ndarray:
 
 
 _MAX_FIRST_STEP = 2.0**20   # the fit halves a failed step at most 40 times (estimation.cpp)
+
+
+def check_first_step(first_step) -> None:
+    """``estimate``'s ``first_step`` rule, for callers that check their options before any
+    charge (AIM)."""
+    if not (isinstance(first_step, (int, float)) and 1.0 <= first_step <= _MAX_FIRST_STEP):
+        raise InvalidArgumentError(
+            f"first_step must be a number in [1, {_MAX_FIRST_STEP:g}], got {first_step!r}")
 
 
 def refresh_potentials(problem: Problem, oracle, theta: np.ndarray, refresh: Sequence,

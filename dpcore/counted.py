@@ -40,7 +40,7 @@ import numpy as np
 from dpcore.errors import InvalidArgumentError
 
 __all__ = ["CountedTable", "DEFAULT_BATCH_BYTES", "FileTable", "ReadDigest", "batch_bytes",
-           "count_file", "digest_for", "file_sha256", "read_and_hash"]
+           "count_file", "digest_for", "file_sha256", "open_input", "read_and_hash"]
 
 #: The largest batch of tables a prefetch counts in one pass (float64 cells): 256 MiB.
 #: Adult's all-3way closure is 575 tables, 16 MiB; 100 attributes all-3way would be 14 GiB,
@@ -56,17 +56,37 @@ def batch_bytes(domain: Any, cliques: Sequence[Sequence[str]]) -> int:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """The SHA-256 of a file's bytes, read 1 MiB at a time."""
+    """The SHA-256 of a file's bytes, read 1 MiB at a time (inside :func:`read_and_hash`,
+    through :func:`open_input`)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
 def _identity(path: str | os.PathLike) -> tuple[int, int, int, int]:
-    st = os.stat(path)
+    return _stat_identity(os.stat(path))
+
+
+def _stat_identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def open_input(path: str | os.PathLike, mode: str = "rb", **kwargs: Any) -> Any:
+    """``open(path, mode, **kwargs)`` for a reader of a run's input. Inside
+    :func:`read_and_hash` of the same path, the opened file must be the one identified before
+    the read (device, inode, size, modification time, by ``fstat`` of this descriptor):
+    readers open the path several times, and a file renamed over it for one open and renamed
+    back before the hash would otherwise be counted while the commitment is to the other."""
+    fh = open(path, mode, **kwargs)
+    digest = _DIGEST.get()
+    if digest is not None and os.path.abspath(os.fspath(path)) == digest.path:
+        if _stat_identity(os.fstat(fh.fileno())) != digest.identity:
+            fh.close()
+            raise InvalidArgumentError(f"{path}: the file changed while it was read; rerun on "
+                                       f"a fixed input")
+    return fh
 
 
 class ReadDigest:
@@ -75,8 +95,9 @@ class ReadDigest:
     on its own (:meth:`start`), so interleaved passes never mix their bytes; passes that
     disagree, or none that finished, give no digest (the file is then hashed again)."""
 
-    def __init__(self, identity: tuple[int, int, int, int]) -> None:
+    def __init__(self, identity: tuple[int, int, int, int], path: str = "") -> None:
         self.identity = identity
+        self.path = path            # absolute: the file :func:`open_input` checks
         self._digests: list[str] = []
 
     def start(self) -> "_Pass":
@@ -129,13 +150,13 @@ def read_and_hash(path: str | os.PathLike, read: Any) -> tuple[Any, str]:
     (:func:`digest_for`); when no pass fed the whole file (another reader, a pass stopped
     early), the file is hashed in a second pass."""
     before = _identity(path)
-    digest = ReadDigest(before)
+    digest = ReadDigest(before, os.path.abspath(os.fspath(path)))
     token = _DIGEST.set(digest)
     try:
         result = read()
+        hexdigest = digest.hexdigest() or file_sha256(path)   # checked by open_input too
     finally:
         _DIGEST.reset(token)
-    hexdigest = digest.hexdigest() or file_sha256(path)
     if _identity(path) != before:
         raise InvalidArgumentError(f"{path}: the file changed while it was read; rerun on a "
                                    f"fixed input")

@@ -57,11 +57,11 @@ def _line_blocks(path: Any, block_bytes: int) -> Iterator[memoryview]:
     than the buffer doubles it. The file is read, not mapped: a file truncated under a
     mapping would kill the process (SIGBUS) instead of failing the run's input check
     (:func:`dpcore.counted.read_and_hash`)."""
-    from dpcore.counted import digest_for
+    from dpcore.counted import digest_for, open_input
     size = max(int(block_bytes), 1)
     buf = bytearray(size + 1)                       # + 1: room for a missing last line end
     held = 0                                        # bytes of the carried partial line
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         # the input's hash, fed with the bytes as read (read_and_hash: no second pass)
         digest = digest_for(fh)
         header = fh.readline()                      # the header (read by the caller)

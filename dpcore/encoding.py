@@ -46,6 +46,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dpcore.counted import open_input
 from dpcore.datetimes import DatetimeColumn, from_units, to_units
 from dpcore.errors import InvalidArgumentError
 from dpcore.files import replace_into
@@ -448,7 +449,7 @@ def check_columns(header: Sequence[Any], schema: Schema) -> None:
 def _read_header(path: Path, sep: str) -> list[str]:
     """The header row, read by the csv module (pandas would rename a repeated name "x.1")."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open_input(path, "r", newline="", encoding="utf-8") as fh:
             row = next(csv.reader(fh, delimiter=sep), None)
     except UnicodeDecodeError:
         raise EncodingError(f"{path}: not a UTF-8 text file") from None
@@ -474,7 +475,7 @@ def _check_rows(path: Path, sep: str, width: int) -> None:
         return
     block = 1 << 16
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open_input(path, "r", newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh, delimiter=sep)
             next(reader, None)
             for start in itertools.count(0, block):
@@ -506,7 +507,7 @@ def _check_rows_fast(path: Path, sep: str, width: int) -> bool:
     delim, newline = ord(sep), ord("\n")
     row = 0
     try:
-        with open(path, "rb") as fh:
+        with open_input(path) as fh:
             if b'"' in fh.readline():           # the header: _read_header parsed it already
                 return False
             carry = b""
@@ -578,11 +579,11 @@ def _csv_chunks(path: Path, sep: str, header: list[str], chunk_rows: int, dtype:
     if typed:      # at most _TYPED_ROWS rows of Python strings (~235 MB for Adult) at once
         chunk_rows = min(chunk_rows, _TYPED_ROWS)
     try:
-        reader = pd.read_csv(path, sep=sep, header=0, names=header, index_col=False,
-                             dtype=object, keep_default_na=False, na_filter=False,
-                             skip_blank_lines=False, chunksize=chunk_rows, engine="c",
-                             encoding="utf-8")
-        with reader:
+        # through one checked descriptor (open_input), not the path: see read_and_hash
+        with open_input(path) as fh, pd.read_csv(
+                fh, sep=sep, header=0, names=header, index_col=False, dtype=object,
+                keep_default_na=False, na_filter=False, skip_blank_lines=False,
+                chunksize=chunk_rows, engine="c", encoding="utf-8") as reader:
             for chunk in reader:
                 yield _as_categories(chunk) if typed else chunk
     except pd.errors.ParserError as err:
@@ -602,11 +603,14 @@ def _iter_parquet(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
     # Text columns read as dictionaries (Parquet usually stores them so): pandas categories,
     # which the encoder encodes once per distinct value, instead of a Python string a cell
     # (measured, 10^7 Adult rows: 23.5 CPU-s to read, 2.7 M page faults)
-    arrow = pq.read_schema(path)
-    texts = [f.name for f in arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    pf = pq.ParquetFile(path, read_dictionary=texts)
-    for batch in pf.iter_batches(batch_size=chunk_rows):
-        yield batch.to_pandas()
+    with open_input(path) as fh:            # one checked descriptor: see read_and_hash
+        arrow = pq.read_schema(fh)
+        texts = [f.name for f in arrow
+                 if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+        fh.seek(0)
+        pf = pq.ParquetFile(fh, read_dictionary=texts)
+        for batch in pf.iter_batches(batch_size=chunk_rows):
+            yield batch.to_pandas()
 
 
 def iter_table_chunks(path: str | os.PathLike, *, sep: str = ",",
@@ -625,7 +629,7 @@ def sniff_delimiter(path: str | os.PathLike) -> str:
     """The delimiter of a CSV file, guessed by :class:`csv.Sniffer` from its first lines among
     :data:`SNIFF_DELIMITERS`; ``","`` when the guess fails (e.g. a one-column file)."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open_input(path, "r", newline="", encoding="utf-8") as fh:
             sample = fh.read(1 << 16)
     except UnicodeDecodeError:
         raise EncodingError(f"{path}: not a UTF-8 text file") from None
@@ -653,7 +657,7 @@ def _block_codes(path: Path, sep: str, engine: str, schema: Schema, debug: bool
         return None
     if engine == "pyarrow" and not arrowio.have_pyarrow():
         return None
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         header = fh.readline()
     # a quoted header, or one ended by a bare CR (readline would swallow the first row with
     # it): the pandas reader
@@ -764,7 +768,7 @@ def _row_guess(path: Any, columns: int) -> int:
         if is_parquet(path) or not os.path.isfile(path):
             return 0
         size = os.path.getsize(path)
-        with open(path, "rb") as fh:
+        with open_input(path) as fh:
             head = fh.read(_SAMPLE_BYTES)
     except OSError:
         return 0

@@ -154,6 +154,84 @@ def test_a_file_changed_during_a_pass_is_refused(data, tmp_path, monkeypatch):
     assert file_sha256(copy)[:8] not in str(err.value)
 
 
+def _two_inputs(path, tmp_path, kind: str):
+    """Files A and B of one schema, different tables, in the format ``kind`` reads: the
+    block reader's plain CSV, a CSV with a quote on its first data line (pandas reads it),
+    Parquet."""
+    lines = path.read_text().splitlines(keepends=True)
+    a_rows, b_rows = lines[1:201], lines[201:401]
+    out = []
+    for name, rows in (("a", a_rows), ("b", b_rows)):
+        text = "".join([lines[0]] + rows)
+        if kind == "pandas":
+            first, rest = text.split("\n", 1)[1].split(",", 1)
+            text = lines[0] + f'"{first}",{rest}'
+        target = tmp_path / f"{name}.{'parquet' if kind == 'parquet' else 'csv'}"
+        target.write_text(text)
+        if kind == "parquet":
+            frame = pd.read_csv(target, dtype=str, keep_default_na=False)
+            frame.to_parquet(target, index=False)
+        out.append(target)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["blocks", "pandas", "parquet"])
+def test_a_file_renamed_over_the_input_for_one_open_is_refused(data, tmp_path, monkeypatch, kind):
+    """Audit 16 F7: a reader opens the input's path several times (header, row check, parser,
+    hash). B renamed over the path for one of those opens and A renamed back before the hash
+    left the path's (device, inode, size, mtime) as before: B was counted while the ledger
+    committed to A. Every open of the input goes through open_input, whose descriptor must be
+    the file identified before the read: a swap at any one of the opens is refused."""
+    import builtins
+    import os
+    import sys
+    import dpcore.counted as counted
+    path, schema = data
+    a, b = _two_inputs(path, tmp_path, kind)
+    keep = tmp_path / "keep"
+    real_open = builtins.open
+    direct = []
+
+    def watched(file, *args, **kwargs):       # every open of A outside open_input is a gap
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == str(a) \
+                and sys._getframe(1).f_code is not counted.open_input.__code__:
+            direct.append(sys._getframe(1).f_code.co_name)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", watched)
+    opens = []
+    monkeypatch.setattr(counted, "open", lambda *args, **kw: opens.append(1) or
+                        real_open(*args, **kw), raising=False)
+    table = FileTable(a, schema)
+    table.prefetch([("sex",)])
+    assert direct == [] and len(opens) >= 2           # the header and the data at least
+    expected = table.marginals([("sex",)])[0].values
+    for k in range(len(opens)):
+        seen = []
+
+        def swapping(file, *args, **kwargs):
+            seen.append(1)
+            if len(seen) - 1 != k:
+                return real_open(file, *args, **kwargs)
+            os.rename(a, keep)
+            os.rename(b, a)
+            try:
+                return real_open(file, *args, **kwargs)
+            finally:
+                os.rename(a, b)
+                os.rename(keep, a)
+
+        monkeypatch.setattr(counted, "open", swapping, raising=False)
+        with pytest.raises(InvalidArgumentError, match="changed while it was read"):
+            FileTable(a, schema).prefetch([("sex",)])
+    # A alone still reads as before
+    monkeypatch.setattr(counted, "open", real_open, raising=False)
+    again = FileTable(a, schema)
+    again.prefetch([("sex",)])
+    np.testing.assert_array_equal(again.marginals([("sex",)])[0].values, expected)
+    assert again.marginals([("sex",)])[0].values.sum() == 200
+
+
 def test_a_failed_run_leaves_no_hash_of_the_data_in_the_ledger(data, tmp_path):
     """An input that changes between passes fails the run after charges; the ledger's
     closing reason says so without any digest of either version of the file."""
@@ -180,7 +258,6 @@ def test_a_failed_run_leaves_no_hash_of_the_data_in_the_ledger(data, tmp_path):
     text = ledger.read_text()
     assert "input changed between passes" in text
     for version in (path.read_bytes(), copy.read_bytes()):
-        import hashlib
         assert hashlib.sha256(version).hexdigest() not in text
 
 

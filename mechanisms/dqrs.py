@@ -40,7 +40,8 @@ import numpy as np
 
 from dpcore.errors import InvalidArgumentError
 
-from .fem import MixtureModel, Oracle, Program, Queries, check_count_options, start_run
+from .fem import (MixtureModel, Oracle, Program, Queries, check_count_options, rule_features,
+                  start_run)
 from .result import MechanismResult, RoundRecord, Timer, check_output
 from .workload import make_workload
 
@@ -83,14 +84,15 @@ def dqrs_rounds(rho, eta: float, samples: int, total: float, cap: int = MAX_DQRS
 
 def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta: float = 0.3,
          total: float | None = None, total_share: float = 0.05, time_limit: float = 10.0,
-         oracle: Oracle | None = None, synthetic_rows: int | None = None, seed=None,
-         callback=None) -> MechanismResult:
+         oracle: Oracle | None = None, synthetic_rows: int | None = None, forbidden=(),
+         seed=None, callback=None) -> MechanismResult:
     """Run DQRS, spending the curator filter's whole remaining budget.
 
     ``samples``: s, the size of the query sample S_t. ``eta``: the MW learning rate η (the
     paper's α/4). ``rounds``: a cap on T (default :data:`MAX_DQRS_ROUNDS`); T is the most rounds
     the budget pays for. ``total`` / ``total_share``: the public count n̂, as for FEM.
-    ``oracle``: Program -> record (default :func:`mechanisms.fem.milp_oracle`).
+    ``oracle``: Program -> record (default :func:`mechanisms.fem.milp_oracle`). ``forbidden``:
+    the schema's public rules, kept by every oracle record (:func:`mechanisms.fem.rule_features`).
     """
     timer = Timer()
     domain = curator.domain
@@ -105,6 +107,7 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
         raise InvalidArgumentError(f"rounds must be an int >= 1, got {rounds!r}")
     check_count_options(eta, total_share, total)
     cliques = [c for c, _ in work]
+    rules = rule_features(domain, forbidden)
     rng = np.random.default_rng(seed)
     oracle, records, total = start_run(curator, cliques, oracle, time_limit, total, total_share,
                                        timer)
@@ -124,7 +127,7 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
                 features[i] = queries.features(domain, queries.rows[i])
         program = Program(shape, tuple(features[i] for i in distinct.tolist()),
                           queries.rows[distinct, 2] < 0, mult.astype(np.float64),
-                          np.zeros(sum(shape)))
+                          np.zeros(sum(shape)), rules)
         record = np.asarray(oracle(program), dtype=np.int64).reshape(len(shape))
         out.append(record)
         hit = queries.answers(domain, record[None, :])           # 0/1 per positive query

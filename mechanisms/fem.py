@@ -88,7 +88,9 @@ class Program:
 
     ``offsets[a]`` is attribute a's first feature; query i is satisfied when every feature in
     ``features[i]`` is 1 (``negated[i]``: when not all are); ``weights`` count how often each
-    query was selected; ``sigma`` has one entry per feature.
+    query was selected; ``sigma`` has one entry per feature. ``forbidden``: the schema's
+    public rules (:func:`rule_features`), each a pair (its features, its column count k): a
+    record whose k columns all take a feature of the rule is outside the feasible set.
     """
 
     shape: tuple[int, ...]
@@ -96,6 +98,7 @@ class Program:
     negated: np.ndarray
     weights: np.ndarray
     sigma: np.ndarray
+    forbidden: tuple[tuple[np.ndarray, int], ...] = ()
 
     @property
     def offsets(self) -> np.ndarray:
@@ -109,6 +112,37 @@ class Program:
         sat = np.where(self.negated, ~sat, sat) if sat.size else sat
         return float(self.weights @ sat) - float(self.sigma @ x)
 
+    def allows(self, record: np.ndarray) -> bool:
+        """Whether ``record`` (codes) keeps every rule of ``forbidden``."""
+        x = np.zeros(int(sum(self.shape)), dtype=bool)
+        x[self.offsets + np.asarray(record, dtype=np.int64)] = True
+        return not any(int(x[f].sum()) == k for f, k in self.forbidden)
+
+
+def rule_features(domain, forbidden) -> tuple[tuple[np.ndarray, int], ...]:
+    """The schema's forbidden rules (each ``{column: boolean mask over its codes}``, a record
+    forbidden where every column's value is in its mask: ``dpcore.constraints.zero_masks``)
+    as :class:`Program` rows: the masked values' features and the rule's column count. One
+    value a column, so the k columns all match exactly when Σ x over the features is k; the
+    oracle keeps Σ <= k - 1. The rules are public: restricting the oracle's records to the
+    allowed ones is post-processing (the oracle never sees the data)."""
+    offsets = np.concatenate([[0], np.cumsum(domain.shape)[:-1]]).astype(np.int64)
+    out = []
+    for rule in forbidden:
+        feats = []
+        for col, mask in rule.items():
+            if col not in domain.attrs:
+                raise InvalidArgumentError(f"forbidden rule column {col!r} is not in the domain "
+                                           f"{list(domain.attrs)}")
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != (domain[col],):
+                raise InvalidArgumentError(f"forbidden rule mask of column {col!r} has shape "
+                                           f"{mask.shape}, expected ({domain[col]},)")
+            feats.append(offsets[domain.attrs.index(col)] + np.flatnonzero(mask))
+        if rule and all(len(f) for f in feats):
+            out.append((np.concatenate(feats).astype(np.int64), len(feats)))
+    return tuple(out)
+
 
 Oracle = Callable[[Program], np.ndarray]
 
@@ -119,10 +153,12 @@ def milp_oracle(time_limit: float = 10.0) -> Oracle:
     Variables: the binary features x and one continuous c_i in [0, 1] per distinct query,
     maximising Σ w_i c_i − ⟨x, σ⟩ subject to Σ_{j in attribute a} x_j = 1 (one-hot),
     c_i <= x_j for each feature j of a query (so c_i <= its indicator) and
-    c_i + Σ_j x_j <= k_i for a negated k-way query. At an optimum c_i is the indicator, so
-    only x needs to be integral. A call that hits the time limit returns HiGHS' best feasible
-    point; if it has none, the perturbation's own argmax (a feasible record). Public inputs
-    only: privacy never depends on this function.
+    c_i + Σ_j x_j <= k_i for a negated k-way query, and Σ_j x_j <= k - 1 over each forbidden
+    rule's features (:func:`rule_features`). At an optimum c_i is the indicator, so only x
+    needs to be integral. A call that hits the time limit returns HiGHS' best feasible point;
+    if it has none, the perturbation's own argmax when it keeps the rules, else the best record
+    of the perturbation alone under the rules (:func:`_allowed_argmax`). Public inputs only:
+    privacy never depends on this function.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -136,11 +172,12 @@ def milp_oracle(time_limit: float = 10.0) -> Oracle:
         offsets, shape = program.offsets, program.shape
         d, m = int(sum(shape)), len(program.features)
         if last.get("key") == (shape, m) and last["features"] is program.features \
+                and last["forbidden"] is program.forbidden \
                 and np.array_equal(last["negated"], program.negated):
             a_mat, lo, hi = last["rows"]
         else:
             a_mat, lo, hi = _rows(program, offsets, shape, d, m)
-            last.update(key=(shape, m), features=program.features,
+            last.update(key=(shape, m), features=program.features, forbidden=program.forbidden,
                         negated=program.negated.copy(), rows=(a_mat, lo, hi))
         cost = np.concatenate([program.sigma, -np.asarray(program.weights, dtype=np.float64)])
         integrality = np.concatenate([np.ones(d), np.zeros(m)])
@@ -148,12 +185,34 @@ def milp_oracle(time_limit: float = 10.0) -> Oracle:
                    constraints=LinearConstraint(a_mat, lo, hi),
                    options={"time_limit": float(time_limit), "disp": False})
         if res.x is None:
-            return _perturbation_argmax(program)
-        x = res.x[:d]
-        return np.array([int(np.argmax(x[off:off + k])) for off, k in zip(offsets, shape)],
-                        dtype=np.int64)
+            return _allowed_argmax(program, time_limit)
+        return _record(res.x[:d], offsets, shape)
 
     return solve
+
+
+def _record(x: np.ndarray, offsets, shape) -> np.ndarray:
+    return np.array([int(np.argmax(x[off:off + k])) for off, k in zip(offsets, shape)],
+                    dtype=np.int64)
+
+
+def _allowed_argmax(program: Program, time_limit: float) -> np.ndarray:
+    """argmax_x −⟨x, σ⟩ over the one-hot records that keep the rules: per attribute when that
+    record keeps them (always, without rules); else a program of the one-hot and rule rows
+    alone. A record is returned even if that program finds none in time (the per-attribute
+    one: sampling then drops it, as for any forbidden record)."""
+    record = _perturbation_argmax(program)
+    if not program.forbidden or program.allows(record):
+        return record
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    bare = Program(program.shape, (), np.zeros(0, dtype=bool), np.zeros(0), program.sigma,
+                   program.forbidden)
+    d = int(sum(program.shape))
+    a_mat, lo, hi = _rows(bare, bare.offsets, bare.shape, d, 0)
+    res = milp(program.sigma, integrality=np.ones(d), bounds=Bounds(0.0, 1.0),
+               constraints=LinearConstraint(a_mat, lo, hi),
+               options={"time_limit": float(time_limit), "disp": False})
+    return record if res.x is None else _record(res.x, bare.offsets, bare.shape)
 
 
 def _rows(program: Program, offsets, shape, d: int, m: int):
@@ -184,6 +243,13 @@ def _rows(program: Program, offsets, shape, d: int, m: int):
                 lo.append(-np.inf)
                 hi.append(0.0)
                 r += 1
+    for feats, k in program.forbidden:                      # Σ x_j <= k - 1 (rule_features)
+        rows += [r] * len(feats)
+        cols += feats.tolist()
+        vals += [1.0] * len(feats)
+        lo.append(-np.inf)
+        hi.append(float(k - 1))
+        r += 1
     a_mat = coo_matrix((vals, (rows, cols)), shape=(r, d + m)).tocsr()
     return a_mat, np.array(lo), np.array(hi)
 
@@ -312,7 +378,8 @@ def check_fem_domain(domain, cliques) -> int:
 def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 2.0,
         total: float | None = None, total_share: float = 0.05, keep: str = "all",
         time_limit: float = 10.0, oracle: Oracle | None = None, synthetic_rows: int | None = None,
-        perturbation: str = "exponential", seed=None, callback=None) -> MechanismResult:
+        perturbation: str = "exponential", forbidden=(), seed=None,
+        callback=None) -> MechanismResult:
     """Run FEM for ``rounds`` rounds with ``samples`` oracle calls a round, spending the curator
     filter's whole remaining budget.
 
@@ -324,6 +391,8 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     ``time_limit`` seconds a call). ``seed`` fixes the perturbations and the output sample.
     ``perturbation``: "exponential" (FEM, Alg. 2) or "separator" (sepFEM, Alg. 3: Lap(η)
     weights on the separator queries, the one-hot features; see :data:`PERTURBATIONS`).
+    ``forbidden``: the schema's public rules (:func:`rule_features`); every record the oracle
+    returns keeps them (post-processing: the feasible set is public).
     """
     timer = Timer()
     domain = curator.domain
@@ -340,6 +409,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
     if perturbation not in PERTURBATIONS:
         raise InvalidArgumentError(f"perturbation must be one of {PERTURBATIONS}, got {perturbation!r}")
     cliques = [c for c, _ in work]
+    rules = rule_features(domain, forbidden)
     rng = np.random.default_rng(seed)
     oracle, records, total = start_run(curator, cliques, oracle, time_limit, total, total_share,
                                        timer)
@@ -357,7 +427,7 @@ def fem(curator, workload, *, rounds: int = 50, samples: int = 20, eta: float = 
         out = []
         for _ in range(samples):
             sigma = perturb(rng, eta, sum(shape), perturbation)
-            out.append(oracle(Program(shape, *program_base, sigma)))
+            out.append(oracle(Program(shape, *program_base, sigma, rules)))
         return np.array(out, dtype=np.int64).reshape(samples, len(shape))
 
     # D̂_1 answers a uniformly random query q_0 (Alg. 1).

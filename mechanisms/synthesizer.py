@@ -152,6 +152,9 @@ class Synthesizer(abc.ABC):
     # the rules' own tree, sized in the plan), "histogram" (one clique over the whole domain),
     # None (record mixtures, which filter records, or models fit with the zeros)
     conditioned_model: ClassVar[str | None] = None
+    # True: the mechanism's records come from an optimisation oracle that keeps the forbidden
+    # rules as constraints (FEM, sepFEM, DQRS: every record it releases is allowed)
+    oracle_keeps_rules: ClassVar[bool] = False
     _registry: ClassVar[dict[str, type["Synthesizer"]]] = {}
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, seed: int | None = None,
@@ -381,6 +384,8 @@ class Synthesizer(abc.ABC):
         # rule too large to hold refuses the run with nothing recorded (audit 14, item 6)
         zeros = structural_zeros(schema, max_cells=cell_cap()) \
             if self.uses_zeros and schema.constraints else []
+        rule_masks = [m for _, m in zero_masks(schema)] \
+            if self.oracle_keeps_rules and schema.constraints else []
         if self.continue_ledger:
             privacy_filter = PrivacyFilter.resume(self.ledger_path, repair=getattr(self, "repair_ledger", False))
         else:
@@ -394,7 +399,7 @@ class Synthesizer(abc.ABC):
             raise
         self._filter = privacy_filter
         self.schema_, self.measured_schema_ = schema, measured
-        self._zeros = zeros
+        self._zeros, self._rule_masks = zeros, rule_masks
         try:
             curator = Curator(dataset, privacy_filter, seed=self.seed)
             self.result_ = self._run(curator, plan, callback=callback)
@@ -634,6 +639,12 @@ class Synthesizer(abc.ABC):
         MWEM, MST), empty without forbidden rules (the call is then the unconstrained one)."""
         zeros = getattr(self, "_zeros", None)
         return {"zeros": zeros} if zeros else {}
+
+    def _rule_option(self) -> dict[str, Any]:
+        """``{"forbidden": ...}`` (per rule, column -> mask over the measured codes) for a
+        mechanism whose oracle keeps the rules, empty without forbidden rules."""
+        masks = getattr(self, "_rule_masks", None)
+        return {"forbidden": masks} if masks else {}
 
     def _measured(self) -> Schema:
         return getattr(self, "measured_schema_", None) or self.schema_
@@ -1135,6 +1146,7 @@ class FEM(Synthesizer):
 
     name = "fem"
     perturbation = "exponential"
+    oracle_keeps_rules = True
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-3way", rounds: int | None = None,
@@ -1163,7 +1175,7 @@ class FEM(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .fem import fem
         return fem(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                   perturbation=self.perturbation, **plan.options)
+                   perturbation=self.perturbation, **self._rule_option(), **plan.options)
 
 
 class DQRS(Synthesizer):
@@ -1174,6 +1186,7 @@ class DQRS(Synthesizer):
     """
 
     name = "dqrs"
+    oracle_keeps_rules = True
 
     def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *,
                  workload: WorkloadSpec = "all-3way", rounds: int | None = None,
@@ -1201,7 +1214,7 @@ class DQRS(Synthesizer):
     def _run(self, curator: Any, plan: Plan, *, callback: Any) -> MechanismResult:
         from .dqrs import dqrs
         return dqrs(curator, synthetic_rows=plan.rows, seed=plan.seed, callback=callback,
-                    **plan.options)
+                    **self._rule_option(), **plan.options)
 
 
 class SepFEM(FEM):

@@ -6,15 +6,16 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dpcore import Curator, Dataset, Domain
-from dpcore.accounting import ExponentialEvent, PrivacyFilter, ZCDPAccountant, verify_ledger
+from dpcore.accounting import ExponentialEvent, PrivacyFilter, ZCDPAccountant
 from dpcore.accounting.calibration import exponential_rounds
 from dpcore.errors import InvalidArgumentError
 from dpcore.evaluation import evaluate, max_error
-from mechanisms.fem import MAX_FEATURES, Program, Queries, fem, milp_oracle
+from mechanisms.fem import (MAX_FEATURES, Program, Queries, _allowed_argmax, fem, milp_oracle,
+                           rule_features)
 from mechanisms.synthesizer import Synthesizer
 
 
@@ -32,17 +33,89 @@ def programs(draw):
         negated.append(draw(st.booleans()))
     weights = np.array(draw(st.lists(st.integers(1, 4), min_size=m, max_size=m)), dtype=np.float64)
     sigma = np.array(draw(st.lists(st.floats(0, 5), min_size=sum(shape), max_size=sum(shape))))
-    return Program(shape, tuple(features), np.array(negated, dtype=bool), weights, sigma)
+    rules = []
+    for _ in range(draw(st.integers(0, 3))):      # forbidden rules: {attribute: value mask}
+        attrs = draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=3, unique=True))
+        rules.append({f"a{a}": np.array(draw(st.lists(st.booleans(), min_size=shape[a],
+                                                       max_size=shape[a])), dtype=bool)
+                      for a in attrs})
+    domain = Domain(tuple(f"a{a}" for a in range(len(shape))), shape)
+    return Program(shape, tuple(features), np.array(negated, dtype=bool), weights, sigma,
+                   rule_features(domain, rules)), rules
+
+
+def _allowed_records(program, rules):
+    """Every record keeping the rules, by brute force over the rule masks (not the features)."""
+    for r in itertools.product(*(range(k) for k in program.shape)):
+        if not any(all(mask[r[int(col[1:])]] for col, mask in rule.items()) for rule in rules):
+            yield np.array(r)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_milp_oracle_finds_the_exhaustive_argmax(program):
-    best = max(program.value(np.array(r)) for r in itertools.product(*(range(k) for k in program.shape)))
+def test_milp_oracle_finds_the_exhaustive_argmax(drawn):
+    """Over the records that keep the forbidden rules (audit 17 F1: the oracle ignored them,
+    and a DQRS run with few rounds spent its budget on records sampling then refused)."""
+    program, rules = drawn
+    allowed = list(_allowed_records(program, rules))
+    assume(allowed)
+    kept = {tuple(r) for r in allowed}
+    for r in itertools.product(*(range(k) for k in program.shape)):
+        assert program.allows(np.array(r)) == (r in kept)
+    best = max(program.value(r) for r in allowed)
     record = milp_oracle(5.0)(program)
     assert record.shape == (len(program.shape),)
     assert all(0 <= v < k for v, k in zip(record, program.shape))
+    assert program.allows(record)
     assert program.value(record) == pytest.approx(best, abs=1e-6)
+    # the fallback when HiGHS finds no point in time: the perturbation's argmax, allowed
+    fallback = _allowed_argmax(program, 5.0)
+    assert program.allows(fallback)
+    assert -program.sigma @ _one_hot(program, fallback) == pytest.approx(
+        max(-program.sigma @ _one_hot(program, r) for r in allowed), abs=1e-9)
+
+
+def _one_hot(program, record):
+    x = np.zeros(int(sum(program.shape)))
+    x[program.offsets + np.asarray(record)] = 1.0
+    return x
+
+
+def test_rule_features_refuse_unknown_columns_and_bad_masks():
+    domain = Domain(("a", "b"), (2, 3))
+    with pytest.raises(InvalidArgumentError, match="'z' is not in the domain"):
+        rule_features(domain, [{"z": np.ones(2, dtype=bool)}])
+    with pytest.raises(InvalidArgumentError, match="mask of column 'b' has shape"):
+        rule_features(domain, [{"b": np.ones(2, dtype=bool)}])
+    # a rule with an empty mask forbids nothing: no row
+    assert rule_features(domain, [{"a": np.zeros(2, dtype=bool), "b": np.ones(3, dtype=bool)}]) == ()
+
+
+@pytest.mark.parametrize("name", ["fem", "sepfem", "dqrs"])
+def test_record_mechanisms_keep_rules_that_leave_one_value_a_column(tmp_path, name):
+    """Audit 17 F1: rules allowing one value of each of two columns, data that keeps them; with
+    three rounds DQRS's few oracle records were all forbidden, the budget spent, no output.
+    Every record the oracle returns now keeps the rules, so the run completes."""
+    rng = np.random.default_rng(3)
+    n = 300
+    df = pd.DataFrame({"a": rng.integers(0, 3, n).astype(str), "b": "y",
+                       "c": np.full(n, "q")})
+    schema = {"format": "dpcore-schema", "version": 1, "columns": {
+        "a": {"type": "categorical", "categories": ["0", "1", "2"]},
+        "b": {"type": "categorical", "categories": ["x", "y", "z"]},
+        "c": {"type": "categorical", "categories": ["p", "q"]}},
+        "constraints": [
+            {"type": "forbidden", "name": "only_y", "when": {"b": {"not_in": ["y"]}}},
+            {"type": "forbidden", "name": "only_q", "when": {"c": {"not_in": ["q"]}}}]}
+    synth = Synthesizer.create(name, epsilon=1.0, delta=1e-6, seed=0, progress=False,
+                               workload="all-2way", rounds=3, samples=2,
+                               ledger_path=tmp_path / "ledger.jsonl")
+    synth.fit(df, schema=schema)
+    assert synth.verify(allow_fixed_seed=True).ok
+    records = synth.result.model.records
+    assert (records[:, 1] == 1).all() and (records[:, 2] == 1).all()     # y, q
+    out = synth.sample(50, seed=1)
+    assert len(out) == 50 and set(out["b"]) == {"y"} and set(out["c"]) == {"q"}
 
 
 def test_program_value_counts_queries_and_negations():

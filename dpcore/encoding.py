@@ -366,7 +366,8 @@ def _encode_integers(col: Column, series: pd.Series, tokens: Sequence[str], row_
     if not len(values):
         return _encode_column(col, series, tokens, row_offset, debug)
     lo, hi = int(values.min()), int(values.max())
-    dense = hi - lo < max(1 << 16, len(values))
+    # dense only where every value is an int64 (a uint64 >= 2^63 would wrap in the index)
+    dense = hi < 2 ** 63 and hi - lo < max(1 << 16, len(values))
     if dense:                                      # count over the values' range
         index = (values.astype(np.int64) - lo) if lo else values.astype(np.int64, copy=False)
         present = np.flatnonzero(np.bincount(index, minlength=hi - lo + 1))

@@ -46,6 +46,21 @@ def test_distinct_values_encode_as_every_value(name, dtype, spread, values, offs
         _outcome(_encode_column, col, series, offset)
 
 
+EXTREMES = {"uint64": [0, 1, 40, 999, 2 ** 63 - 1, 2 ** 63, 2 ** 63 + 5, 2 ** 64 - 1],
+            "int64": [-2 ** 63, -2 ** 63 + 1, -51, 0, 40, 999, 2 ** 63 - 2, 2 ** 63 - 1]}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(list(COLUMNS)), st.sampled_from(sorted(EXTREMES)), st.data())
+def test_values_at_the_machine_limits_encode_as_every_value(name, dtype, data):
+    """Audit 17 F2: a uint64 column holding values >= 2^63 wrapped to negatives in the dense
+    path (a raw OverflowError instead of the out-of-bounds error)."""
+    col = next(c for c in SCHEMA.columns if c.name == name)
+    values = data.draw(st.lists(st.sampled_from(EXTREMES[dtype]), min_size=1, max_size=30))
+    series = pd.Series(np.array(values, dtype=dtype))
+    assert _outcome(_encode_integers, col, series, 0) == _outcome(_encode_column, col, series, 0)
+
+
 def test_a_long_column_takes_the_distinct_value_path_and_agrees():
     rng = np.random.default_rng(0)
     col = next(c for c in SCHEMA.columns if c.name == "binned")

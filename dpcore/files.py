@@ -66,9 +66,12 @@ def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
     """Refuse an output over an existing ledger or ledger salt file (any run's, not only this
     one's): a ledger is the record of spent budget and a salt opens its input commitments, so
     neither is ever replaced, not even when the caller allows overwriting (``--force``). A file
-    is taken for one if its bytes hold the ledger's format name or a salt's key anywhere (a
-    reformatted ledger still verifies, with its keys in any order); a file that cannot be read
-    to tell is refused too. A link is not looked through: the rename replaces the link only."""
+    is taken for one if it is JSON text (its first byte past whitespace or a byte-order mark
+    opens an object or an array: every ledger and salt file, reformatted or not) whose bytes
+    hold the ledger's format name or a salt's key anywhere (a reformatted ledger still
+    verifies, with its keys in any order); a file that cannot be read to tell is refused too.
+    Other files holding those words (a saved synthesizer's pickle, a CSV) can be replaced. A
+    link is not looked through: the rename replaces the link only."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -78,10 +81,14 @@ def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
     try:
         with open(path, "rb") as fh:
             tail = b""
+            first = True
             while True:
                 chunk = fh.read(1 << 20)
                 if not chunk:
                     return
+                if first and not _json_text(fh, chunk):
+                    return
+                first = False
                 window = tail + chunk
                 for mark, what in _RECORD_MARKS:
                     if mark in window:
@@ -92,6 +99,20 @@ def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
         raise InvalidArgumentError(f"{label} {os.fspath(path)!r} cannot be read to check that "
                                    f"it is not a ledger ({err.strerror}); refusing to overwrite "
                                    f"it") from None
+
+
+def _json_text(fh, chunk: bytes) -> bool:
+    """Whether the file whose first bytes are ``chunk`` starts as JSON text: past a UTF-8
+    byte-order mark and whitespace (read on through ``fh`` while the chunk is only that), an
+    object or an array opens."""
+    while True:
+        head = chunk[3:] if chunk.startswith(b"\xef\xbb\xbf") else chunk
+        head = head.lstrip(b" \t\r\n")
+        if head:
+            return head[:1] in (b"{", b"[")
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return False
 
 
 def replace_into(tmp: str | os.PathLike, path: str | os.PathLike) -> None:

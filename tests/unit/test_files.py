@@ -157,3 +157,30 @@ def test_a_reformatted_ledger_is_still_a_record_and_a_link_to_one_is_not(tmp_pat
     plain = tmp_path / "out.csv"
     plain.write_text("a,b\n1,2\n")
     check_not_a_record(plain)
+
+
+def test_a_file_that_only_mentions_the_marks_is_not_a_record(tmp_path):
+    """Audit 17 F3: a saved synthesizer's pickle holds the attribute name ``input_salt_`` and
+    could not be saved over ("is a ledger's salt file"); a CSV with a "dpcore-ledger" category
+    could not be replaced either. A record is JSON text holding a mark; such files are not."""
+    from dpcore.accounting import PrivacyFilter
+    from dpcore.files import check_not_a_record
+    synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-6, seed=0,
+                               progress=False).fit(frame(), SCHEMA)
+    saved = tmp_path / "s.pkl"
+    synth.save(saved)
+    assert b"input_salt" in saved.read_bytes()
+    synth.save(saved)                                   # the same path again
+    csv = tmp_path / "t.csv"
+    csv.write_text("kind\ndpcore-ledger\ninput_salt\n")
+    check_not_a_record(csv)
+    # JSON text with a mark after a byte-order mark and blank lines still is one
+    ledger = tmp_path / "ledger.json"
+    PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=ledger).close()
+    padded = tmp_path / "padded.json"
+    padded.write_bytes(b"\xef\xbb\xbf\n \r\n" + ledger.read_bytes())
+    salt = tmp_path / "salt.private"
+    salt.write_text('[{"input_salt": "00"}]')
+    for record, what in ((padded, "dpcore ledger"), (salt, "salt file")):
+        with pytest.raises(InvalidArgumentError, match=what):
+            check_not_a_record(record)

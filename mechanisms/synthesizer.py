@@ -20,6 +20,7 @@ fitted model and decodes them, which is post-processing and costs no budget.
 from __future__ import annotations
 
 import abc
+import inspect
 import os
 from fractions import Fraction
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence, Union
@@ -122,6 +123,26 @@ def _path_argument(name: str, path: Any) -> str:
     return path
 
 
+def _options(klass: type) -> tuple[set[str], list[str]]:
+    """The keyword options ``klass(...)`` takes (its ``__init__`` and the bases' it passes
+    ``**kwargs`` on to) and the required ones (no default)."""
+    accepted: set[str] = set()
+    required: list[str] = []
+    for base in klass.__mro__:
+        init = base.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = list(inspect.signature(init).parameters.values())[1:]     # past self
+        for p in params:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                accepted.add(p.name)
+                if p.default is p.empty and p.name not in required:
+                    required.append(p.name)
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return accepted, required
+
+
 class Synthesizer(abc.ABC):
     """Base class: holds the budget, runs the mechanism, samples and decodes.
 
@@ -203,12 +224,22 @@ class Synthesizer(abc.ABC):
 
     @classmethod
     def create(cls, name: str, **kwargs: Any) -> "Synthesizer":
-        """A synthesizer by name: "aim", "mst", "nist-mst", "mwem" or "independent"."""
-        try:
-            return cls._registry[name.lower()](**kwargs)
-        except KeyError:
+        """A synthesizer by name (``sorted(Synthesizer._registry)``: "aim", "mst", ...) with
+        its options as keywords; an unknown name, an option the mechanism does not take or a
+        required one missing is an InvalidArgumentError naming it."""
+        klass = cls._registry.get(name.lower()) if isinstance(name, str) else None
+        if klass is None:
             raise InvalidArgumentError(f"mechanism must be one of {sorted(cls._registry)}, "
-                                       f"got {name!r}") from None
+                                       f"got {name!r}")
+        accepted, required = _options(klass)
+        unknown = sorted(set(kwargs) - accepted)
+        if unknown:
+            raise InvalidArgumentError(f"{name} takes no option {unknown[0]!r}; its options: "
+                                       f"{sorted(accepted)}")
+        missing = [p for p in required if p not in kwargs]
+        if missing:
+            raise InvalidArgumentError(f"{name} needs the option {missing[0]!r}")
+        return klass(**kwargs)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data: pd.DataFrame, schema: SchemaLike | None = None, *,
@@ -841,6 +872,9 @@ class Synthesizer(abc.ABC):
         if schema is None:
             self._fitted()
         path = self._check_output(path)
+        if path.endswith(("/", os.sep)):       # the CLI's DIR/: a partitioned dataset
+            raise InvalidArgumentError(f"path {path!r} ends with a separator (a directory): "
+                                       f"write() writes one file; write_partitioned() a directory")
         if missing_token is None:
             missing_token = schema.missing_values[0] if schema.missing_values else ""
         _check_text("missing_token", missing_token)

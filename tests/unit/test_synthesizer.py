@@ -52,6 +52,36 @@ def test_create_by_name_and_errors():
         MST(epsilon=True, delta=1e-6)
 
 
+def test_create_names_an_option_the_mechanism_does_not_take_or_needs():
+    """Audit 17 F6: raw TypeErrors from create (the README's create("mst", ...) pattern with
+    nist-mst, or an option of another mechanism). Every registered mechanism: each of its
+    options is accepted, an unknown one refused by name, a required one missing named."""
+    from mechanisms.synthesizer import _options
+    for name, klass in Synthesizer._registry.items():
+        accepted, required = _options(klass)
+        assert {"epsilon", "delta", "seed", "ledger_path"} <= accepted
+        with pytest.raises(InvalidArgumentError, match=f"{name} takes no option 'colour'"):
+            Synthesizer.create(name, epsilon=1, colour=3)
+        for option in required:
+            given = {o: None for o in required if o != option}
+            with pytest.raises(InvalidArgumentError, match=f"{name} needs the option '{option}'"):
+                Synthesizer.create(name, **given)
+    with pytest.raises(InvalidArgumentError, match="nist-mst needs the option 'public'"):
+        Synthesizer.create("nist-mst", epsilon=1.0)
+    with pytest.raises(InvalidArgumentError, match="mst takes no option 'rounds'"):
+        Synthesizer.create("mst", epsilon=1.0, rounds=3)
+    assert Synthesizer.create("aim", epsilon=1.0, workload="all-1way", rounds=3).rounds == 3
+    with pytest.raises(InvalidArgumentError, match="mechanism must be one of"):
+        Synthesizer.create(3, epsilon=1.0)
+
+
+def test_write_refuses_a_directory_path(frame, tmp_path):
+    synth = MST(epsilon=1, delta=1e-6, seed=0, progress=False).fit(frame, SCHEMA)
+    with pytest.raises(InvalidArgumentError, match="ends with a separator"):
+        synth.write(f"{tmp_path}/out/", 5)
+    assert not (tmp_path / "out").exists()
+
+
 def test_fit_needs_schema_and_unfitted_use_is_an_error(frame):
     with pytest.raises(InvalidArgumentError, match="schema is required"):
         MST(epsilon=1, delta=1e-6).fit(frame)

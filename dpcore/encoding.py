@@ -605,13 +605,30 @@ def _iter_parquet(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
     # which the encoder encodes once per distinct value, instead of a Python string a cell
     # (measured, 10^7 Adult rows: 23.5 CPU-s to read, 2.7 M page faults)
     with open_input(path) as fh:            # one checked descriptor: see read_and_hash
-        arrow = pq.read_schema(fh)
-        texts = [f.name for f in arrow
-                 if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-        fh.seek(0)
-        pf = pq.ParquetFile(fh, read_dictionary=texts)
-        for batch in pf.iter_batches(batch_size=chunk_rows):
-            yield batch.to_pandas()
+        try:
+            arrow = pq.read_schema(fh)
+            texts = [f.name for f in arrow
+                     if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+            fh.seek(0)
+            pf = pq.ParquetFile(fh, read_dictionary=texts)
+            batches = pf.iter_batches(batch_size=chunk_rows)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                frame = batch.to_pandas()
+                yield frame
+        except (pa.ArrowException, OSError) as err:
+            raise EncodingError(parquet_error(path, err)) from None
+
+
+def parquet_error(path: Any, err: BaseException) -> str:
+    """What a Parquet reader's failure says: the file and the error's class, not its text
+    (Arrow's messages can quote the file's values, and a failed run's reason reaches the
+    public ledger)."""
+    return (f"{path}: not a readable Parquet file ({type(err).__name__}: a truncated or "
+            f"corrupt file, or another format under a Parquet name?)")
 
 
 def iter_table_chunks(path: str | os.PathLike, *, sep: str = ",",

@@ -170,7 +170,16 @@ def _clipping(schema: Any) -> Any:
 def _raw_frame(path: str | os.PathLike, sep: str) -> Any:
     import pandas as pd
     if str(path).lower().endswith((".parquet", ".pq")):
-        return pd.read_parquet(path)
+        from dpcore.encoding import parquet_error
+        try:
+            import pyarrow as pa
+            failures: tuple = (pa.ArrowException, OSError)
+        except ImportError:
+            failures = (OSError,)
+        try:
+            return pd.read_parquet(path)
+        except failures as err:
+            raise CliError(parquet_error(path, err)) from None
     return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False)
 
 
@@ -223,8 +232,10 @@ def cmd_schema_infer(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_distinct([("DATA", args.data)], [("--out", args.out)])
         probe_writable(args.out, "--out", force=args.force)
-    from dpcore.encoding import sniff_delimiter
-    sep = args.delimiter if args.delimiter is not None else sniff_delimiter(args.data)
+    from dpcore.encoding import is_parquet, sniff_delimiter
+    sep = args.delimiter if args.delimiter is not None or is_parquet(args.data) \
+        else sniff_delimiter(args.data)
+    sep = sep or ","
     schema = infer_schema(iter_table_chunks(args.data, sep=sep), bounds=bounds,
                           categories=cats, bins=args.bins, missing_values=args.missing_values)
     if schema.warning:

@@ -1,5 +1,7 @@
 """One schema, one encoding: the same table read from CSV, from pandas (float-typed integer
 columns included) and from Parquet gives the same codes."""
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -67,3 +69,37 @@ def test_a_long_parquet_file_encodes_as_its_csv(tmp_path):
     frame.to_parquet(tmp_path / "t.parquet", index=False)
     assert np.array_equal(read_codes(tmp_path / "t.csv", SCHEMA),
                           read_codes(tmp_path / "t.parquet", SCHEMA))
+
+
+def test_a_file_under_a_parquet_name_that_is_not_parquet_is_a_typed_error(tmp_path, capsys):
+    """Audit 17 F8: a CSV renamed .parquet, a cut Parquet file, an empty one and the magic bytes
+    alone gave raw pyarrow tracebacks (exit 1) from synth, --public, evaluate and schema infer.
+    Now one line naming the file and the error's class (not Arrow's text, which can quote
+    values), before any ledger exists."""
+    pytest.importorskip("pyarrow")
+    from dpcore.cli import main
+    from dpcore.encoding import EncodingError
+    good = tmp_path / "good.parquet"
+    _frame().to_parquet(good, index=False)
+    _frame().to_csv(tmp_path / "t.csv", index=False)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA.to_dict()))
+    bad = {"csv": (tmp_path / "t.csv").read_bytes(), "cut": good.read_bytes()[:200],
+           "empty": b"", "magic": b"PAR1xxxxPAR1"}
+    for name, content in bad.items():
+        path = tmp_path / f"{name}.parquet"
+        path.write_bytes(content)
+        with pytest.raises(EncodingError, match=f"{name}.parquet: not a readable Parquet file"):
+            read_codes(path, SCHEMA)
+        ledger = tmp_path / f"{name}-ledger.json"
+        for argv in (["synth", "--mechanism", "mst", "--data", str(path), "--schema", str(schema),
+                      "--epsilon", "1", "--delta", "1e-6", "--out", str(tmp_path / "o.csv"),
+                      "--ledger", str(ledger),
+                      "--quiet"],
+                     ["evaluate", "--real", str(path), "--synth", str(tmp_path / "t.csv"),
+                      "--schema", str(schema)],
+                     ["schema", "infer", str(path)]):
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert "not a readable Parquet file" in err and "Traceback" not in err, err
+        assert not ledger.exists()

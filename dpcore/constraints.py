@@ -200,7 +200,7 @@ def _derived(spec: Mapping[str, Any], name: str, schema_cols: Mapping[str, Any])
     from dpcore.schema import CategoricalColumn
     child_name, parent_name = spec.get("column"), spec.get("from")
     for key, value in (("column", child_name), ("from", parent_name)):
-        if value not in schema_cols:
+        if not isinstance(value, str) or value not in schema_cols:
             raise _err(name, f"{key!r} must name a schema column, got {value!r}")
     if child_name == parent_name:
         raise _err(name, f"column {child_name!r} cannot derive from itself")

@@ -69,7 +69,7 @@ def _parse(column: str, key: str, text: Any, resolution: str, fmt: str | None) -
 
 def datetime_column_from_dict(name: str, spec: Mapping[str, Any]) -> DatetimeColumn:
     resolution = spec.get("resolution", "day")
-    if resolution not in RESOLUTIONS:
+    if not isinstance(resolution, str) or resolution not in RESOLUTIONS:
         raise _fail(name, f"'resolution' must be one of {list(RESOLUTIONS)}, got {resolution!r}")
     fmt = spec.get("format")
     if fmt is not None and (not isinstance(fmt, str) or "%" not in fmt):

@@ -357,7 +357,7 @@ def column_from_dict(name: str, spec: Any) -> Column:
     if not isinstance(spec, Mapping):
         raise _fail(name, f"spec must be an object, got {spec!r}")
     kind = spec.get("type")
-    if kind in _COLUMN_KEYS:
+    if isinstance(kind, str) and kind in _COLUMN_KEYS:    # (a list is unhashable: refused below)
         unknown = sorted(set(map(str, spec)) - _COLUMN_KEYS[kind] - {"type", "description"})
         if unknown:
             raise _fail(name, f"unknown key {cap(repr(unknown[0]), 40)}: a {kind} column takes "
@@ -381,6 +381,8 @@ def column_from_dict(name: str, spec: Any) -> Column:
         bins = spec.get("bins")
         if isinstance(bins, list):
             edges = tuple(_number(name, "bins", e) for e in bins)
+            if len(edges) < 2:
+                raise _fail(name, f"bins needs at least 2 edges, got {list(edges)[:4]}")
             for key, at in (("lower", 0), ("upper", -1)):
                 if key in spec and _number(name, key, spec[key]) != edges[at]:
                     raise _fail(name, f"{key!r} = {spec[key]!r} disagrees with the bin edges "

@@ -76,6 +76,8 @@ class VerificationReport:
     runs: int = 0
     promise: str = ""
     notes: tuple[str, ...] = field(default=())
+    #: per run, in order: what its entries say (:class:`RunSummary`)
+    run_summaries: tuple["RunSummary", ...] = field(default=())
 
     def summary(self) -> str:
         lines = [f"ledger verification: {self.status.upper()}",
@@ -86,6 +88,14 @@ class VerificationReport:
             lines.append(f"  (epsilon, delta) spent: ({self.epsilon!r}, {self.delta!r})")
         if self.promise:
             lines.append(f"  promise:    {self.promise}")
+        # each run of a lifetime ledger, and any single run that did not complete
+        if len(self.run_summaries) > 1 or any(r.status != "completed"
+                                              for r in self.run_summaries):
+            shown = self.run_summaries[-_RUNS_SHOWN:]
+            if len(self.run_summaries) > len(shown):
+                lines.append(f"  ({len(self.run_summaries) - len(shown)} earlier run(s): --json "
+                             f"lists them all)")
+            lines += [f"  {r.line()}" for r in shown]
         lines += [f"  note: {n}" for n in self.notes[:5]]
         if len(self.notes) > 5:
             lines.append(f"  and {len(self.notes) - 5} more note(s) (--json lists them all)")
@@ -95,6 +105,40 @@ class VerificationReport:
             if more:
                 lines.append(f"  - and {more} more problem{'s' if more > 1 else ''}")
         return "\n".join(lines)
+
+
+_RUNS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as its entries record it: its id and mechanism (as the opening entry states
+    them), how it closed ("completed", "failed", "interrupted", or "open": no closing entry)
+    with the closing entry's reason, and the rho its charges add up to (recomputed)."""
+
+    run: object
+    mechanism: str | None
+    status: str
+    rho: Fraction | None         # None: a charge of infinite cost
+    reason: str | None = None
+
+    def line(self) -> str:
+        """One line for a terminal: the file's texts cut short, non-printable characters
+        (a forged ledger's terminal escapes) shown as '?'."""
+        name = f" ({_printable(self.mechanism, 40)})" if self.mechanism is not None else ""
+        status = self.status if self.status == "completed" else self.status.upper()
+        why = f" ({_printable(self.reason, 100)})" if self.reason else ""
+        rho = "infinite" if self.rho is None else _show(self.rho)
+        return f"run {_printable(self.run, 40)}{name}: {status}{why}, rho {rho}"
+
+    def as_dict(self) -> dict:
+        return {"run": self.run, "mechanism": self.mechanism, "status": self.status,
+                "rho": None if self.rho is None else str(self.rho), "reason": self.reason}
+
+
+def _printable(value: object, width: int) -> str:
+    text = _line(str(value) if not isinstance(value, str) else value)[:width]
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _show(x) -> str:
@@ -133,7 +177,7 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
     """
     state = {"spent": None, "budget": None, "epsilon": None, "delta": None, "entries": 0,
              "runs": 0, "incomplete": [], "notes": [], "promise": "", "fixed_seed": [],
-             "hashes": set(), "float_noise": 0}
+             "hashes": set(), "float_noise": 0, "run_summaries": []}
     reasons: list[str] = []
     try:
         if isinstance(head, str):
@@ -175,7 +219,18 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
                               rho_budget=state["budget"], epsilon=state["epsilon"],
                               delta=state["delta"], entries=state["entries"],
                               reasons=tuple(reasons), runs=state["runs"],
-                              promise=state["promise"], notes=notes)
+                              promise=state["promise"], notes=notes,
+                              run_summaries=tuple(_summaries(state["run_summaries"])))
+
+
+def _summaries(runs: list[dict]) -> list[RunSummary]:
+    out = []
+    for r in runs:
+        rho = r["rho"]
+        out.append(RunSummary(r["run"], r["mechanism"], r["status"],
+                              Fraction(int(rho.p), int(rho.q)) if rho.is_finite else None,
+                              r["reason"]))
+    return out
 
 
 def _line(text: str) -> str:
@@ -441,6 +496,10 @@ def _check(data, reasons, state, promise, torn):
                     reasons.append(f"{where}: a run opens while run {run.get('run')} is still open")
                 run = _check_open(where, what, reasons, state)
                 run_spent = sympy.Integer(0)
+                state["run_summaries"].append({
+                    "run": run.get("run"), "status": "open", "rho": run_spent, "reason": None,
+                    "mechanism": run.get("mechanism") if isinstance(run.get("mechanism"), str)
+                    else None})
             else:
                 if run is None:
                     reasons.append(f"{where}: a closing entry without an open run")
@@ -448,9 +507,13 @@ def _check(data, reasons, state, promise, torn):
                         "status") not in ("completed", "failed", "interrupted"):
                     reasons.append(f"{where}: closing entry must name the open run and a status "
                                    "(completed, failed, interrupted)")
-                elif what.get("status") == "interrupted":
-                    state["notes"].append(f"run {run.get('run')} was cut off (closed as interrupted "
-                                          "when the ledger was continued)")
+                else:
+                    reason = what.get("reason")
+                    state["run_summaries"][-1].update(
+                        status=what["status"], reason=reason if isinstance(reason, str) else None)
+                    if what.get("status") == "interrupted":
+                        state["notes"].append(f"run {run.get('run')} was cut off (closed as "
+                                              f"interrupted when the ledger was continued)")
                 run = None
             cost = sympy.Integer(0)
         elif kind == "charge":
@@ -476,6 +539,7 @@ def _check(data, reasons, state, promise, torn):
                 outside += 1
             else:
                 run_spent += cost
+                state["run_summaries"][-1]["rho"] = run_spent
                 if run.get("_rho") is not None and run_spent > run["_rho"]:
                     reasons.append(f"{where}: run {run.get('run')} spends more than the rho its "
                                    "opening entry allowed")

@@ -47,7 +47,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                           and math.isfinite(report.epsilon) else None,
                           "delta": report.delta, "head_hash": _head_of(path),
                           "promise": report.promise, "notes": list(report.notes),
-                          "reasons": list(report.reasons)}, indent=1))
+                          "reasons": list(report.reasons),
+                          "run_summaries": [r.as_dict() for r in report.run_summaries]},
+                         indent=1))
     else:
         print(report.summary())
     if report.status == "fail":

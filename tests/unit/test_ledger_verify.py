@@ -402,3 +402,40 @@ def test_verify_notes_float_noise_and_a_count_taken_as_public(tmp_path):
     report = verify_ledger(count_ledger)
     assert report.ok and any("record count (total = 60) as public" in n for n in report.notes)
     assert verify_ledger(plain).ok and not verify_ledger(plain).notes
+
+
+def test_the_report_lists_each_run_its_status_and_its_recomputed_rho(tmp_path, capsys):
+    """Audit 17 F7: a lifetime ledger with a failed run verified PASS without naming it. The
+    report lists every run: mechanism, how it closed (with the recorded reason), and the rho
+    its charges add up to as recomputed (not the file's running totals)."""
+    f = PrivacyFilter.from_approx_dp(2.0, 1e-9, ledger_path=tmp_path / "life.json")
+    sigmas = {"aim": [20.0, 30.0], "mst": [9.0], "fem\x1b[2J": [], "dqrs": [50.0]}
+    charges = {m: [GaussianEvent(s) for s in sig] for m, sig in sigmas.items()}
+    for k, (mechanism, events) in enumerate(charges.items()):
+        f.open_run(f.remaining / 4, {"mechanism": mechanism, "domain": DOMAIN,
+                                     "seed_fixed": False})
+        for event in events:
+            f.charge(event, what={"release": "marginal", "attrs": ["age"]})
+        if k == 1:
+            f.close_run("failed", reason="writing the outputs: \x1b]0;pwned\x07 OSError")
+        elif k < 3:
+            f.close_run("completed")
+    f.close()
+    report = verify_ledger(tmp_path / "life.json")
+    assert report.status == "incomplete"                     # the last run never closed
+    runs = report.run_summaries
+    assert [(r.mechanism, r.status) for r in runs] == [
+        ("aim", "completed"), ("mst", "failed"), ("fem\x1b[2J", "completed"), ("dqrs", "open")]
+    for r, sig in zip(runs, sigmas.values()):       # rho = 1 / (2 sigma^2) a marginal
+        expected = sum((1 / (2 * Fraction(s) ** 2) for s in sig), Fraction(0))
+        assert expected <= r.rho <= expected + Fraction(len(sig), 2 ** 128)   # grid rounding
+    assert runs[1].reason.startswith("writing the outputs")
+    text = report.summary()
+    assert "run 1 (mst): FAILED (writing the outputs: ?]0;pwned? OSError)" in text
+    assert "(fem?[2J): completed" in text and "\x1b" not in text
+    assert "(dqrs): OPEN" in text
+    assert main(["verify", "--json", "--allow-fixed-seed", str(tmp_path / "life.json")]) == 4
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in doc["run_summaries"]] == ["completed", "failed", "completed",
+                                                          "open"]
+    assert Fraction(doc["run_summaries"][0]["rho"]) == runs[0].rho

@@ -137,7 +137,11 @@ class RunSummary:
 
 
 def _printable(value: object, width: int) -> str:
-    text = _line(str(value) if not isinstance(value, str) else value)[:width]
+    return _visible(_line(str(value))[:width])
+
+
+def _visible(text: str) -> str:
+    """``text`` with each non-printable character (a terminal escape's ESC, BEL) as '?'."""
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
@@ -214,7 +218,9 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
     except Exception as exc:  # never raise on content: any failure to verify is a FAIL
         reasons.append(_line(f"unverifiable content ({type(exc).__name__}: {exc})"))
     status = "fail" if reasons else ("incomplete" if state["incomplete"] else "pass")
-    notes = tuple(state["incomplete"]) + tuple(state["notes"])
+    # reasons and notes quote the file (a run's id, a key): never its control characters
+    notes = tuple(map(_visible, tuple(state["incomplete"]) + tuple(state["notes"])))
+    reasons = [_visible(r) for r in reasons]
     return VerificationReport(ok=status == "pass", status=status, rho_spent=state["spent"],
                               rho_budget=state["budget"], epsilon=state["epsilon"],
                               delta=state["delta"], entries=state["entries"],

@@ -2,7 +2,6 @@
 with an independent implementation of the documented scheme) and must still fail."""
 import hashlib
 import json
-import math
 import re
 from fractions import Fraction
 
@@ -434,6 +433,13 @@ def test_the_report_lists_each_run_its_status_and_its_recomputed_rho(tmp_path, c
     assert "run 1 (mst): FAILED (writing the outputs: ?]0;pwned? OSError)" in text
     assert "(fem?[2J): completed" in text and "\x1b" not in text
     assert "(dqrs): OPEN" in text
+    # a run id with escapes reaches the reasons and notes as '?'
+    doc = json.loads((tmp_path / "life.json").read_text())
+    last_open = max(i for i, e in enumerate(doc["entries"]) if e["kind"] == "open")
+    doc["entries"][last_open]["what"]["run"] = "\x1b[31mred"     # quoted: "has no closing entry"
+    forged = verify_ledger(doc)
+    assert all("\x1b" not in line for line in forged.reasons + forged.notes)
+    assert any("run ?[31mred" in line for line in forged.notes)
     assert main(["verify", "--json", "--allow-fixed-seed", str(tmp_path / "life.json")]) == 4
     doc = json.loads(capsys.readouterr().out)
     assert [r["status"] for r in doc["run_summaries"]] == ["completed", "failed", "completed",

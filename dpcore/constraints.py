@@ -87,10 +87,11 @@ Rule = DerivedRule | ForbiddenRule
 # ---------------------------------------------------------------- what each code stands for
 def _values(col: Any) -> list[tuple[str, Any]]:
     """Per code: ("labels", label) / ("other", None) / ("missing", None) / ("range", (a, b,
-    integer, closed_hi))."""
+    integer, closed_hi, open_lo)): a float bin is [a, b), [a, b] when last or a point, and
+    (a, b) when it follows a point a (the point's own bin holds a)."""
     from dpcore.schema import CategoricalColumn, CodeColumn, NumericColumn, integer_bin_range
     if isinstance(col, CodeColumn):
-        return [("range", (k, k, True, True)) for k in range(col.size)]
+        return [("range", (k, k, True, True, False)) for k in range(col.size)]
     out: list[tuple[str, Any]] = []
     if isinstance(col, CategoricalColumn):
         out += [("label", c) for c in col.categories]
@@ -101,10 +102,11 @@ def _values(col: Any) -> list[tuple[str, Any]]:
         for k in range(col.bins):
             if col.integer:
                 a, b = integer_bin_range(e, k)
-                out.append(("range", (a, b, True, True)))
+                out.append(("range", (a, b, True, True, False)))
             else:
                 closed = e[k] == e[k + 1] or k == col.bins - 1
-                out.append(("range", (e[k], e[k + 1], False, closed)))
+                open_lo = k > 0 and e[k - 1] == e[k] and e[k] != e[k + 1]
+                out.append(("range", (e[k], e[k + 1], False, closed, open_lo)))
     else:
         raise _err(None, f"column {col.name!r}: constraints support categorical, numeric and "
                          f"code columns, not {type(col).__name__}")
@@ -151,11 +153,12 @@ def _satisfies(rule: str, col: Any, pred: Any) -> np.ndarray:
                 continue
             if tag != "range":
                 raise _err(rule, f"'range' needs a numeric column, {col.name!r} is categorical")
-            a, b, integer, closed = v
+            a, b, integer, closed, open_lo = v
             if a > b:
                 continue
             inside = lo <= a and b <= hi
-            outside = a > hi or b < lo or (not closed and not integer and b <= lo)
+            outside = a > hi or b < lo or (not closed and not integer and b <= lo) \
+                or (open_lo and a >= hi)
             if not inside and not outside:
                 raise _err(rule, f"'range' [{lo:g}, {hi:g}] on {col.name!r} cuts bin {code} "
                                  f"({a:g}..{b:g}): codes cannot enforce it; put a point or a "
@@ -183,10 +186,11 @@ def _satisfies(rule: str, col: Any, pred: Any) -> np.ndarray:
                                  f"the 'other' bucket with other labels: codes cannot enforce it")
             hit = False
         else:
-            a, b, integer, _ = v
+            a, b, integer, closed, open_lo = v
             nums = [float(x) for x in arg if isinstance(x, (int, float))
                     and not isinstance(x, bool)]
-            some = any(a <= x <= b for x in nums)
+            some = any((a < x if open_lo else a <= x) and (x <= b if closed else x < b)
+                       for x in nums)
             hit = some and a == b
             if some and a != b:
                 raise _err(rule, f"{kind!r} on {col.name!r} names a value inside bin {code} "

@@ -112,6 +112,40 @@ def test_range_mask_matches_brute_force(cuts, lo, hi):
     assert not partial and mask.tolist() == inside
 
 
+_PROBES = sorted({0.0, 100.0, *(k * 12.5 for k in range(9)), *(k * 12.5 + d for k in range(9)
+                                                                for d in (-1e-9, 1e-9, 3.0))})
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 25.0, 40.0, 100.0]), max_size=3, unique=True),
+       st.sampled_from(["range", "in"]), st.sampled_from(_PROBES), st.sampled_from(_PROBES))
+def test_float_rules_with_point_masses_match_the_raw_values(points, kind, lo, hi):
+    """Audit 17 F4: on a float column with a point mass, the bin after the point is open at
+    its left, yet a rule on the point itself was refused ("make it a point"). An accepted rule
+    must forbid exactly the codes of the raw values it holds (brute force over probe values
+    at, beside and between every edge and point); a rule naming each point alone is accepted."""
+    lo, hi = min(lo, hi), max(lo, hi)
+    col = {"type": "numeric", "lower": 0, "upper": 100, "bins": 4, "points": points}
+    base = {"columns": {"x": col, "y": {"type": "categorical", "categories": ["u"]}}}
+    pred = {"range": [lo, hi]} if kind == "range" else {"in": [lo]}
+    holds = (lambda v: lo <= v <= hi) if kind == "range" else (lambda v: v == lo)
+    probes = [v for v in _PROBES if 0 <= v <= 100]
+    codes = encode_frame(pd.DataFrame({"x": probes, "y": ["u"] * len(probes)}),
+                         Schema.from_dict(base))[:, 0]
+    try:
+        rule = {"type": "forbidden", "name": "r", "when": {"x": pred}}
+        mask = Schema.from_dict({**base, "constraints": [rule]}).constraints[0].masks["x"]
+    except SchemaError:
+        return                      # refused: a bin it would cut (the point rules below)
+    for v, code in zip(probes, codes):
+        assert mask[code] == holds(v), (v, code, mask)
+    for p in points:
+        for point_pred in ({"in": [p]}, {"range": [p, p]}):
+            rule = {"type": "forbidden", "name": "p", "when": {"x": point_pred}}
+            mask = Schema.from_dict({**base, "constraints": [rule]}).constraints[0].masks["x"]
+            assert mask.sum() == 1 and all(mask[c] == (v == p) for v, c in zip(probes, codes))
+
+
 def test_derived_columns_round_trip_and_real_rows_are_checked():
     s = Schema.from_dict(schema_dict())
     df = frame(200)

@@ -485,7 +485,23 @@ class Synthesizer(abc.ABC):
         s = as_schema(schema)
         domain = self._data_schema(s).domain()
         rho = approx_dp_to_zcdp(self.epsilon, self.delta)  # the budget from_approx_dp gives
-        return self._plan(domain, rho, rows=rows, seed=self.seed, **self._rule_options(s))
+        try:
+            return self._plan(domain, rho, rows=rows, seed=self.seed, **self._rule_options(s))
+        except InvalidArgumentError as err:
+            raise self._derived_hint(err, s) from None
+
+    def _derived_hint(self, err: InvalidArgumentError, schema: Schema) -> InvalidArgumentError:
+        """``err`` with the reason when it names a derived column this mechanism never sees
+        (its options are checked against the measured domain, where such a column is unknown)."""
+        if self.measures_derived:
+            return err
+        for rule in derived_rules(schema):
+            if repr(rule.column) in str(err):
+                return InvalidArgumentError(
+                    f"{err} ({rule.column!r} is derived from {rule.parent!r} by rule "
+                    f"{rule.name!r}; {self.name} does not measure derived columns: name "
+                    f"{rule.parent!r} instead, or use aim, which measures them)")
+        return err
 
     def _rule_options(self, schema: Schema) -> dict[str, Any]:
         """What the planner must size for the schema's rules: ``{"fixed": cliques}`` for a

@@ -10,6 +10,7 @@ from scipy import stats
 
 from dpcore.constraints import forbidden_rows, measured_schema, violations
 from dpcore.encoding import EncodingError, decode_codes, encode_frame
+from dpcore.errors import InvalidArgumentError
 from dpcore.schema import Schema, SchemaError
 from mechanisms.synthesizer import Synthesizer
 
@@ -144,6 +145,19 @@ def test_float_rules_with_point_masses_match_the_raw_values(points, kind, lo, hi
             rule = {"type": "forbidden", "name": "p", "when": {"x": point_pred}}
             mask = Schema.from_dict({**base, "constraints": [rule]}).constraints[0].masks["x"]
             assert mask.sum() == 1 and all(mask[c] == (v == p) for v, c in zip(probes, codes))
+
+
+def test_a_derived_column_in_a_mechanism_that_never_sees_it_is_explained():
+    """Audit 17 F5: MWEM's workload naming a derived column said "unknown column(s)"; the plan
+    now says which rule derives it, from which column, and which mechanism measures it."""
+    s = Schema.from_dict(schema_dict())
+    with pytest.raises(InvalidArgumentError, match=r"\['CAT'\] \('CAT' is derived from 'IND' "
+                       r"by rule 'industry'; mwem does not measure"):
+        Synthesizer.create("mwem", epsilon=1.0, workload=[["CAT", "AGE"]]).plan(s)
+    Synthesizer.create("aim", epsilon=1.0, workload=[["CAT", "AGE"]]).plan(s)   # AIM does
+    with pytest.raises(InvalidArgumentError, match="NOPE") as err:
+        Synthesizer.create("mwem", epsilon=1.0, workload=[["NOPE", "AGE"]]).plan(s)
+    assert "derived" not in str(err.value)
 
 
 def test_derived_columns_round_trip_and_real_rows_are_checked():

@@ -255,9 +255,12 @@ class Synthesizer(abc.ABC):
         if bar is not None:
             budget = Fraction(approx_dp_to_zcdp(self.epsilon, self.delta))
             user_callback = callback
+            spent = [Fraction(0)]
 
             def callback(record: RoundRecord) -> None:  # noqa: F811 - wraps the user's
-                bar.update(float(Fraction(record.rho) / budget) * 100)
+                # to the exact share spent, at most 100 (float increments overshot: tqdm warned)
+                spent[0] += Fraction(record.rho)
+                bar.update(min(100.0, float(spent[0] / budget) * 100) - bar.n)
                 if user_callback is not None:
                     user_callback(record)
         try:

@@ -59,6 +59,8 @@ def test_block_runs_verbatim(language, code, env):
         assert done.returncode == 0, (f"{language} block failed:\n{code}\n--- stderr ---\n"
                                       f"{done.stderr[-3000:]}")
         assert {p.name for p in ROOT.iterdir()} <= before | {"runs"}, "a block left files in the root"
+        # what a newcomer sees: no warning (audit 17: tqdm's "clamping frac" from AIM's bar)
+        assert "Warning" not in done.stderr, done.stderr[-3000:]
     finally:   # the blocks' own run folders are the test's debris, not the user's
         if runs.is_dir():
             for p in runs.iterdir():

@@ -406,16 +406,25 @@ def encode_frame(frame: pd.DataFrame, schema: Schema, *, row_offset: int = 0,
         frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     out = np.empty((len(frame), len(schema)), dtype=schema.code_dtype())
     first: EncodingError | None = None   # the error of the earliest bad row (then column)
+    failed = []
     for j, col in enumerate(schema.columns):
         series = frame[col.name]
         try:
             out[:, j] = _encoder(series)(col, series, schema.missing_values, row_offset, debug)
         except EncodingError as err:
+            failed.append(j)
             if first is None or (err.row or 0) < (first.row or 0):
                 first = err
     # The earliest bad row is reported whatever the chunking (a reader's chunks are cut
     # differently): rows before it are whole, so a broken rule there comes first.
     keep = len(out) if first is None or first.row is None else first.row - 1 - row_offset
+    if schema.constraints and failed and keep > 0:
+        # a failed column's codes were never written: encode its rows before the error (all
+        # good) so that the rule check below reads codes, not uninitialised memory (audit 17)
+        for j in failed:
+            col = schema.columns[j]
+            head = frame[col.name].iloc[:keep]
+            out[:keep, j] = _encoder(head)(col, head, schema.missing_values, row_offset, debug)
     if schema.constraints:   # real rows must keep the public rules (or be re-derived)
         from dpcore.constraints import check_derived
         check_derived(out[:keep], schema, row_offset=row_offset)

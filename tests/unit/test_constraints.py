@@ -160,6 +160,27 @@ def test_a_derived_column_in_a_mechanism_that_never_sees_it_is_explained():
     assert "derived" not in str(err.value)
 
 
+@pytest.mark.parametrize("column, value", [("IND", "zz"), ("INC", 150.0), ("INC", "abc"),
+                                           ("CAT", "Q"), ("DEC", "huge")])
+def test_a_bad_value_in_a_rule_column_is_its_own_error(column, value):
+    """Audit 17 F10: a bad value in a derived rule's parent (or child) column left that
+    column's codes uninitialised, and the rule check read them: a raw IndexError, or "row 1
+    breaks the derived-column rule", varying run to run. The bad value's own error now, every
+    time; a rule broken before it still comes first."""
+    s = Schema.from_dict(schema_dict())
+    df = frame(300).astype({column: object})
+    df.loc[149, column] = value
+    for _ in range(5):
+        with pytest.raises(EncodingError, match=f"column '{column}', row 150: ") as err:
+            encode_frame(df, s)
+        assert err.value.row == 150
+    earlier = df.copy()
+    earlier.loc[20, "CAT"] = "B" if earlier.loc[20, "CAT"] != "B" else "A"   # breaks 'industry'
+    if column != "CAT":
+        with pytest.raises(EncodingError, match="row 21 breaks the derived-column rule"):
+            encode_frame(earlier, s)
+
+
 def test_derived_columns_round_trip_and_real_rows_are_checked():
     s = Schema.from_dict(schema_dict())
     df = frame(200)

@@ -67,6 +67,12 @@ def _parse(column: str, key: str, text: Any, resolution: str, fmt: str | None) -
     return float(units)
 
 
+def token_units(col: DatetimeColumn, token: str) -> float:
+    """``token`` as whole units of ``col``'s resolution (NaN when it is no timestamp in the
+    column's format): what a cell holding it would encode from."""
+    return float(_units(pd.Series([token], dtype=object), col.resolution, col.format)[0])
+
+
 def datetime_column_from_dict(name: str, spec: Mapping[str, Any]) -> DatetimeColumn:
     resolution = spec.get("resolution", "day")
     if not isinstance(resolution, str) or resolution not in RESOLUTIONS:

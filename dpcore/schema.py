@@ -93,6 +93,23 @@ def category_key(label: str) -> str | Decimal:
     return label
 
 
+def _holds_token(col: "NumericColumn | CodeColumn", token: str) -> bool:
+    """Whether the text ``token`` reads as a value within ``col``'s bounds (a number, for a
+    datetime column a timestamp in its format, for a code column a code)."""
+    from dpcore.datetimes import DatetimeColumn, token_units
+    if isinstance(col, DatetimeColumn):
+        units = token_units(col, token)
+    elif PLAIN_DECIMAL.fullmatch(token):
+        units = float(token)
+        integer = isinstance(col, CodeColumn) or col.integer
+        if integer and units != math.floor(units):
+            return False                # an integer column refuses it: no value of the column
+    else:
+        return False
+    lower, upper = (0, col.size - 1) if isinstance(col, CodeColumn) else (col.lower, col.upper)
+    return bool(lower <= units <= upper)
+
+
 def _category_label(column: str, value: Any) -> str:
     """A category entry of a schema file as a label: text, or a plain number written as text."""
     if isinstance(value, str):
@@ -467,6 +484,16 @@ class Schema:
                     raise _fail(c.name, f"category {clash!r} is also a missing-value token "
                                         f"(missing_values); rows holding it could not be told "
                                         f"apart from missing ones")
+            elif isinstance(c, (NumericColumn, CodeColumn)):
+                # a token the column can hold (a number or a timestamp within its bounds): real
+                # rows holding it would read as missing, and synthetic ones written with it too
+                # (audit 17: "9" with bounds [0, 10] broke a derived rule on read-back)
+                clash = next((m for m in self.missing_values if _holds_token(c, m)), None)
+                if clash is not None:
+                    raise _fail(c.name, f"the missing-value token {clash!r} (missing_values) is "
+                                        f"also a value within the column's bounds; rows holding "
+                                        f"it could not be told apart from missing ones: use a "
+                                        f"token outside every column's range")
         self.warning = warning
         # public rules (dpcore.constraints), validated here: a bad rule fails before any charge
         from dpcore.constraints import parse_constraints

@@ -22,7 +22,9 @@ COLUMNS = {
     "category": {"type": "categorical", "categories": ["1", "2", "40"], "other": "rest"},
     "code": {"type": "code", "size": 30},
 }
-SCHEMA = Schema.from_dict({"missing_values": ["", "7"], "columns": COLUMNS})
+# the token is a value no column holds (a schema refuses one that a column can hold); the
+# draws below reach it (-1 x 10^9)
+SCHEMA = Schema.from_dict({"missing_values": ["", "-1000000000"], "columns": COLUMNS})
 
 
 def _outcome(encode, col, series, offset):

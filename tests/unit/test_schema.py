@@ -201,3 +201,29 @@ def test_parquet_roundtrip_when_pyarrow_is_installed(tmp_path):
     codes = np.array([[0, 1], [2, 4], [1, 0]] * 5)
     write_table(decode_codes(codes, s, seed=2), tmp_path / "d.parquet")
     assert np.array_equal(read_codes(tmp_path / "d.parquet", s, chunk_rows=4), codes)
+
+
+@pytest.mark.parametrize("column, token, clash", [
+    ({"type": "numeric", "lower": 0, "upper": 10, "integer": True, "bins": 2}, "9", True),
+    ({"type": "numeric", "lower": 0, "upper": 10, "integer": True, "bins": 2}, "9.0", True),
+    ({"type": "numeric", "lower": 0, "upper": 10, "integer": True, "bins": 2}, "5.5", False),
+    ({"type": "numeric", "lower": 0, "upper": 10, "integer": True, "bins": 2}, "-1", False),
+    ({"type": "numeric", "lower": -5, "upper": 5, "bins": 2}, "-1", True),
+    ({"type": "numeric", "lower": 0, "upper": 10, "bins": 2}, "1e1", True),
+    ({"type": "numeric", "lower": 0, "upper": 10, "bins": 2}, "11", False),
+    ({"type": "numeric", "lower": 0, "upper": 10, "bins": 2}, "NA", False),
+    ({"type": "datetime", "lower": "2020-01-01", "upper": "2021-01-01", "bins": 4},
+     "2020-03-01", True),
+    ({"type": "datetime", "lower": "2020-01-01", "upper": "2021-01-01", "bins": 4},
+     "1999-01-01", False),
+    ({"type": "categorical", "categories": ["9", "x"]}, "9.0", True)])
+def test_a_missing_token_the_column_can_hold_is_refused(column, token, clash):
+    """Audit 17 H1: "missing_values": ["?", "9"] over an integer column in [0, 10] was accepted:
+    real 9s read as missing, and synthetic 9s written as "9" read back as missing (breaking a
+    derived rule). A token that is a value within a column's bounds is a schema error."""
+    spec = {"missing_values": ["?", token], "columns": {"c": column}}
+    if clash:
+        with pytest.raises(SchemaError, match=r"column 'c'.*missing-value token"):
+            Schema.from_dict(spec)
+    else:
+        Schema.from_dict(spec)

@@ -47,6 +47,16 @@ from .workload import make_workload
 
 #: The most rounds DQRS plans (each is one oracle call and a release of s flags).
 MAX_DQRS_ROUNDS = 5000
+#: The largest MW rate η DQRS takes: Alg. 4 sets η = α/4 for an accuracy α < 1, and from 1/4
+#: on every query of a round is drawn fresh; beyond 1 the rounds' costs only overflow.
+MAX_DQRS_ETA = 1.0
+
+
+def check_eta(eta) -> None:
+    """Refuse a DQRS rate outside (0, MAX_DQRS_ETA] (before any charge)."""
+    if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not 0 < eta <= MAX_DQRS_ETA:
+        raise InvalidArgumentError(f"eta (the MW rate, the paper's alpha/4) must be in "
+                                   f"(0, {MAX_DQRS_ETA}], got {eta!r}")
 
 
 def gamma_t(t: int) -> float:
@@ -56,7 +66,8 @@ def gamma_t(t: int) -> float:
 
 def fresh_count(t: int, eta: float, samples: int) -> int:
     """⌈(2γ_t + 4η) s⌉ fresh draws after round t, at most s."""
-    return min(samples, math.ceil((2 * gamma_t(t) + 4 * eta) * samples))
+    share = 2 * gamma_t(t) + 4 * eta
+    return samples if share >= 1 else min(samples, math.ceil(share * samples))
 
 
 def round_cost(t: int, eta: float, samples: int, total: float) -> Fraction:
@@ -106,6 +117,7 @@ def dqrs(curator, workload, *, rounds: int | None = None, samples: int = 30, eta
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
         raise InvalidArgumentError(f"rounds must be an int >= 1, got {rounds!r}")
     check_count_options(eta, total_share, total)
+    check_eta(eta)
     cliques = [c for c, _ in work]
     rules = rule_features(domain, forbidden)
     rng = np.random.default_rng(seed)

@@ -314,13 +314,14 @@ def plan_dqrs(domain, rho, *, workload="all-3way", rounds=None, samples=30, eta=
               total=None, total_share=0.05, time_limit=10.0, rows=None, seed=None) -> Plan:
     """DQRS (``mechanisms.dqrs.dqrs``), checked as FEM (the same caps and options); ``rounds``
     caps T (the mechanism runs as many rounds as the budget pays for, up to the cap)."""
-    from .dqrs import MAX_DQRS_ROUNDS
+    from .dqrs import MAX_DQRS_ROUNDS, check_eta
     base = plan_fem(domain, rho, workload=workload, rounds=1, samples=samples, eta=eta,
                     total=total, total_share=total_share, time_limit=time_limit, rows=rows,
                     seed=seed)
     if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral)
                                or not 1 <= rounds <= MAX_DQRS_ROUNDS):
         raise InvalidArgumentError(f"rounds must be an int in [1, {MAX_DQRS_ROUNDS}], got {rounds!r}")
+    check_eta(eta)
     options = {k: v for k, v in base.options.items() if k not in ("keep",)}
     options["rounds"] = None if rounds is None else int(rounds)
     return Plan("dqrs", base.rho, MappingProxyType(options), base.rows, base.seed,

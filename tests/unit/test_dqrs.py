@@ -1,5 +1,6 @@
 """DQRS: the curator's rejection step (its law, its charge, refusals before any charge), the
 fresh draws, the mechanism end to end through the Synthesizer, and its round planning."""
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -118,10 +119,26 @@ def test_dqrs_learns_with_budget():
     assert run(200) < 0.5 * run(2)
 
 
-@pytest.mark.parametrize("option, value", [("samples", 0), ("eta", 0.0), ("rounds", 0),
+@pytest.mark.parametrize("option, value", [("samples", 0), ("eta", 0.0), ("eta", 1.5),
+                                           ("eta", 1e308), ("rounds", 0),
                                            ("total", -1.0), ("time_limit", float("nan"))])
 def test_dqrs_plan_refuses_bad_options(option, value):
     synth = Synthesizer.create("dqrs", epsilon=1.0, progress=False, workload="all-1way",
                                **{option: value})
     with pytest.raises(InvalidArgumentError, match=option):
         synth.plan(SCHEMA)
+
+
+def test_fresh_draws_never_overflow_and_a_huge_rate_is_refused_before_any_charge():
+    """Audit 17 F11: eta = 1e308 passed the checks, one charge was made (the noisy total), then
+    ceil(inf) raised a raw OverflowError. The rate is now capped by the plan (Alg. 4's eta is
+    alpha/4 < 1/4) and by dqrs() itself, and fresh_count is s from a share of 1 on."""
+    from mechanisms.dqrs import MAX_DQRS_ETA
+    assert fresh_count(1, 1e308, 30) == 30 and fresh_count(7, 0.25, 30) == 30
+    assert fresh_count(10 ** 6, 0.001, 30) == math.ceil((2 / (2 * (10 ** 6) ** (2 / 3)) + 0.004) * 30)
+    df = _frame(200)
+    curator = Curator(Dataset(df.to_numpy(), Domain(("a", "b", "c"), (3, 3, 2))),
+                      PrivacyFilter.from_approx_dp(1.0, 1e-6), seed=0)
+    with pytest.raises(InvalidArgumentError, match="eta"):
+        dqrs(curator, [("a", "b")], eta=MAX_DQRS_ETA * 2, samples=5)
+    assert curator.privacy_filter.spent == 0

@@ -442,19 +442,56 @@ def rule_groups(rules: Sequence[Any], columns: Any = lambda rule: rule) -> list[
     return [group for _, group in groups]
 
 
+# the most subproblems the table-free check explores (beyond: the group is not checked)
+_COVER_NODES = 1 << 16
+
+
 def _check_some_cell_allowed(rules: list[tuple[str, dict[str, np.ndarray]]]) -> None:
     """Rules that together forbid every cell of their columns (``a in [x]`` and ``a in [y]``
     on a two-value column) leave nothing to generate, which each rule alone does not show:
-    checked per group of rules joined by shared columns, where its table is small enough."""
+    checked per group of rules joined by shared columns, on its table where that is small
+    enough, else by :func:`_covers` (audit 17: two rules over a 2^26-cell table passed, and
+    every mechanism spent its budget before finding no allowed cell)."""
     for group in rule_groups(rules, lambda rule: rule[1]):
         names = [name for name, _ in group]
+        if len(names) < 2:
+            continue
         masks = [m for _, m in group]
         columns = list(dict.fromkeys(c for m in masks for c in m))
         shape = [len(next(m[c] for m in masks if c in m)) for c in columns]
-        if len(names) > 1 and math.prod(shape) <= _UNION_CHECK_CELLS and \
-                forbidden_table(columns, shape, masks).all():
+        if math.prod(shape) <= _UNION_CHECK_CELLS:
+            every = forbidden_table(columns, shape, masks).all()
+        else:
+            every = _covers([{c: np.asarray(v, dtype=bool) for c, v in m.items()} for m in masks],
+                            columns, [_COVER_NODES])
+        if every:
             raise _err(None, f"rules {names} together forbid every cell of {columns}: "
                              f"nothing could be generated")
+
+
+def _covers(rules: list[dict[str, np.ndarray]], columns: list[str], budget: list[int]) -> bool:
+    """Whether the rules (each forbidding the cells where all its column masks hold; a column
+    a rule does not name is free) forbid every cell, without the table: split on one column
+    into classes of values that the same rules hold, and recurse per class on the rules that
+    hold there, without that column. A rule with no column left forbids everything left. False
+    (not shown) when the budget of subproblems runs out."""
+    if any(not r for r in rules):
+        return True
+    if not rules or budget[0] <= 0:
+        return False
+    budget[0] -= 1
+    col = max((c for c in columns if any(c in r for r in rules)),
+              key=lambda c: sum(c in r for r in rules))
+    rest = [c for c in columns if c != col]
+    named = [r for r in rules if col in r]
+    free = [r for r in rules if col not in r]
+    classes = np.unique(np.stack([r[col] for r in named]).T, axis=0)   # one row a class
+    for holds in classes:
+        kept = free + [{c: m for c, m in r.items() if c != col}
+                       for r, h in zip(named, holds) if h]
+        if not _covers(kept, rest, budget):
+            return False
+    return True
 
 
 def forbidden_table(columns: list[str], shape: list[int],

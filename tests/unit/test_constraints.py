@@ -181,6 +181,43 @@ def test_a_bad_value_in_a_rule_column_is_its_own_error(column, value):
             encode_frame(earlier, s)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
+def test_the_table_free_cover_check_is_the_table(sizes, data):
+    """_covers (the check for rule groups over tables too large to build) against the table."""
+    from dpcore.constraints import _covers, forbidden_table
+    columns = [f"c{i}" for i in range(len(sizes))]
+    rules = []
+    for _ in range(data.draw(st.integers(1, 5))):
+        named = data.draw(st.lists(st.integers(0, len(sizes) - 1), min_size=1, unique=True))
+        rules.append({columns[i]: np.array(data.draw(st.lists(
+            st.booleans(), min_size=sizes[i], max_size=sizes[i]))) for i in named})
+    assert _covers(rules, columns, [10 ** 6]) == forbidden_table(columns, sizes, rules).all()
+
+
+def test_rules_forbidding_every_cell_of_a_huge_table_are_refused_before_any_charge():
+    """Audit 17 F0: two rules that together forbid every cell, over a 2^26-cell table (above
+    the table check), passed the schema and the plan; every mechanism spent, then failed."""
+    from dpcore.constraints import zero_masks
+    cats = [f"k{i}" for i in range(64)]
+    spec = {"columns": {
+        "a": {"type": "categorical", "categories": ["x", "y"]},
+        "b": {"type": "numeric", "lower": 0, "upper": 2 ** 19 - 1, "integer": True,
+              "bins": 2 ** 19},
+        "c": {"type": "categorical", "categories": cats}},
+        "constraints": [
+            {"type": "forbidden", "name": "no_x", "when": {"a": {"in": ["x"]},
+                                                           "b": {"range": [0, 2 ** 19 - 1]}}},
+            {"type": "forbidden", "name": "no_y", "when": {"a": {"in": ["y"]},
+                                                           "c": {"in": cats}}}]}
+    with pytest.raises(SchemaError, match=r"together forbid every cell"):
+        zero_masks(Schema.from_dict(spec))
+    with pytest.raises(SchemaError, match=r"together forbid every cell"):
+        Synthesizer.create("independent", epsilon=1.0).plan(Schema.from_dict(spec))
+    spec["constraints"][1]["when"]["c"]["in"] = cats[:-1]          # k63 with y is allowed
+    zero_masks(Schema.from_dict(spec))
+
+
 def test_derived_columns_round_trip_and_real_rows_are_checked():
     s = Schema.from_dict(schema_dict())
     df = frame(200)

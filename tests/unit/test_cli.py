@@ -404,6 +404,7 @@ def test_interrupted_write_leaves_no_temporaries(work, capsys, monkeypatch, inte
                                                  writer):
     import os
     import signal
+    import time
 
     import pandas as pd
 
@@ -412,16 +413,24 @@ def test_interrupted_write_leaves_no_temporaries(work, capsys, monkeypatch, inte
 
     real = pd.DataFrame.to_csv
 
+    def kill():
+        # the handler runs at the interpreter's next check, which the caller's next step (an
+        # error on the None returned) could come before (a flake under load): wait for it here
+        os.kill(os.getpid(), getattr(signal, interrupt))
+        for _ in range(1000):
+            time.sleep(0.01)
+        raise AssertionError(f"{interrupt} was not delivered in 10 s")
+
     def to_csv(self, path, *args, **kwargs):
         real(self.head(3), path, *args, **kwargs)  # a partial temporary file exists now
         assert any(p.name.endswith(".tmp") for p in work.iterdir())
-        os.kill(os.getpid(), getattr(signal, interrupt))
+        kill()
 
     def compiled(plan, chunks, fh, **kwargs):
         fh.write(plan.header)                       # a partial temporary file exists now
         fh.flush()
         assert any(p.name.endswith(".tmp") for p in work.iterdir())
-        os.kill(os.getpid(), getattr(signal, interrupt))
+        kill()
 
     if writer == "pandas":
         monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)

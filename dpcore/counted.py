@@ -65,18 +65,20 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _identity(path: str | os.PathLike) -> tuple[int, int, int, int]:
+def _identity(path: str | os.PathLike) -> tuple[int, ...]:
     return _stat_identity(os.stat(path))
 
 
-def _stat_identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+def _stat_identity(st: os.stat_result) -> tuple[int, ...]:
+    # ctime too: a rewrite in place at the same size with its mtime set back (os.utime) keeps
+    # the other four, but no one can set ctime back (review 17)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def open_input(path: str | os.PathLike, mode: str = "rb", **kwargs: Any) -> Any:
     """``open(path, mode, **kwargs)`` for a reader of a run's input. Inside
     :func:`read_and_hash` of the same path, the opened file must be the one identified before
-    the read (device, inode, size, modification time, by ``fstat`` of this descriptor):
+    the read (device, inode, size, modification and status-change times, by ``fstat`` of it):
     readers open the path several times, and a file renamed over it for one open and renamed
     back before the hash would otherwise be counted while the commitment is to the other."""
     fh = open(path, mode, **kwargs)
@@ -95,7 +97,7 @@ class ReadDigest:
     on its own (:meth:`start`), so interleaved passes never mix their bytes; passes that
     disagree, or none that finished, give no digest (the file is then hashed again)."""
 
-    def __init__(self, identity: tuple[int, int, int, int], path: str = "") -> None:
+    def __init__(self, identity: tuple[int, ...], path: str = "") -> None:
         self.identity = identity
         self.path = path            # absolute: the file :func:`open_input` checks
         self._digests: list[str] = []
@@ -142,8 +144,8 @@ def digest_for(fh: Any) -> "_Pass | None":
 
 def read_and_hash(path: str | os.PathLike, read: Any) -> tuple[Any, str]:
     """``read()`` (a pass over the file at ``path``) and the file's SHA-256, refusing a file
-    that changed meanwhile (its device, inode, size or modification time differ after the
-    hash from before the read): the digest, the run's input commitment, is then that of the
+    that changed meanwhile (its device, inode, size, modification or status-change time differ
+    after the hash from before the read): the digest, the run's input commitment, is then that of the
     bytes that were read. No digest in the error (it can reach the public ledger).
 
     The plain-CSV block reader (:mod:`dpcore.csvblocks`) hashes the bytes as it reads them

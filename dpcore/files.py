@@ -66,12 +66,14 @@ def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
     """Refuse an output over an existing ledger or ledger salt file (any run's, not only this
     one's): a ledger is the record of spent budget and a salt opens its input commitments, so
     neither is ever replaced, not even when the caller allows overwriting (``--force``). A file
-    is taken for one if it is JSON text (its first byte past whitespace or a byte-order mark
-    opens an object or an array: every ledger and salt file, reformatted or not) whose bytes
-    hold the ledger's format name or a salt's key anywhere (a reformatted ledger still
-    verifies, with its keys in any order); a file that cannot be read to tell is refused too.
-    Other files holding those words (a saved synthesizer's pickle, a CSV) can be replaced. A
-    link is not looked through: the rename replaces the link only."""
+    is taken for one if it is JSON text (its first byte past a byte-order mark and whitespace
+    opens an object or an array: every ledger and salt file, reformatted or not) and its bytes
+    hold the ledger's format name or a salt's key anywhere (a reformatted ledger still verifies,
+    with its keys in any order), or, up to :data:`_PARSE_BYTES`, it parses (as one document or
+    as lines) to a ledger's header or a salt (the same names written with escapes); a file
+    that cannot be read to tell is refused too. Other files holding those words (a saved
+    synthesizer's pickle, a CSV) can be replaced. A link is not looked through: the rename
+    replaces the link only."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -80,39 +82,76 @@ def check_not_a_record(path: str | os.PathLike, label: str = "output") -> None:
         return                          # a link (only it is replaced) or none: check_replaceable
     try:
         with open(path, "rb") as fh:
-            tail = b""
-            first = True
-            while True:
-                chunk = fh.read(1 << 20)
-                if not chunk:
-                    return
-                if first and not _json_text(fh, chunk):
-                    return
-                first = False
-                window = tail + chunk
-                for mark, what in _RECORD_MARKS:
-                    if mark in window:
-                        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is {what}; "
-                                                   f"refusing to overwrite it")
-                tail = window[-16:]
+            if not _json_text(fh):
+                return
+            fh.seek(0)                  # the marks may lie in what _json_text read
+            what = _marked(fh)
+            if what is None and st.st_size <= _PARSE_BYTES:
+                fh.seek(0)
+                what = _parsed_record(fh.read(_PARSE_BYTES + 1))
     except OSError as err:
         raise InvalidArgumentError(f"{label} {os.fspath(path)!r} cannot be read to check that "
                                    f"it is not a ledger ({err.strerror}); refusing to overwrite "
                                    f"it") from None
+    if what is not None:
+        raise InvalidArgumentError(f"{label} {os.fspath(path)!r} is {what}; refusing to "
+                                   f"overwrite it")
 
 
-def _json_text(fh, chunk: bytes) -> bool:
-    """Whether the file whose first bytes are ``chunk`` starts as JSON text: past a UTF-8
-    byte-order mark and whitespace (read on through ``fh`` while the chunk is only that), an
-    object or an array opens."""
+#: The largest file :func:`check_not_a_record` parses as JSON (beyond: the marks' bytes only).
+_PARSE_BYTES = 64 << 20
+
+
+def _json_text(fh) -> bool:
+    """Whether the file ``fh`` (read from its start) is JSON text: past a UTF-8 byte-order mark
+    and whitespace, an object or an array opens."""
+    first = True
     while True:
-        head = chunk[3:] if chunk.startswith(b"\xef\xbb\xbf") else chunk
-        head = head.lstrip(b" \t\r\n")
-        if head:
-            return head[:1] in (b"{", b"[")
         chunk = fh.read(1 << 20)
         if not chunk:
             return False
+        if first and chunk.startswith(b"\xef\xbb\xbf"):
+            chunk = chunk[3:]
+        first = False
+        head = chunk.lstrip(b" \t\r\n")
+        if head:
+            return head[:1] in (b"{", b"[")
+
+
+def _marked(fh) -> str | None:
+    """What the first record mark found in ``fh``'s bytes says the file is (None: no mark)."""
+    tail = b""
+    while True:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return None
+        window = tail + chunk
+        for mark, what in _RECORD_MARKS:
+            if mark in window:
+                return what
+        tail = window[-16:]
+
+
+def _parsed_record(data: bytes) -> str | None:
+    """What a JSON file (one document, or one per line) is, when a ledger's header or a salt
+    is among its objects (top level, or in a top-level list); None when it is neither or
+    does not parse."""
+    import json
+    try:
+        text = data.decode("utf-8-sig")
+        try:
+            docs = [json.loads(text)]
+        except ValueError:
+            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (ValueError, RecursionError):
+        return None
+    for doc in docs:
+        for obj in (doc if isinstance(doc, list) else [doc]):
+            if isinstance(obj, dict) and obj.get("format") == "dpcore-ledger":
+                return _RECORD_MARKS[0][1]
+            if isinstance(obj, dict) and "input_salt" in obj:
+                return _RECORD_MARKS[1][1]
+    return None
 
 
 def replace_into(tmp: str | os.PathLike, path: str | os.PathLike) -> None:

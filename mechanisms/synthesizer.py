@@ -123,6 +123,18 @@ def _path_argument(name: str, path: Any) -> str:
     return path
 
 
+def budget_meter(bar: Any, budget: Fraction) -> Callable[[RoundRecord], None]:
+    """A round callback moving ``bar`` (a tqdm bar of total 100) to the exact share of
+    ``budget`` the rounds have charged, at most 100 (float increments overshot, and tqdm
+    warned "clamping frac")."""
+    spent = [Fraction(0)]
+
+    def advance(record: RoundRecord) -> None:
+        spent[0] += Fraction(record.rho)
+        bar.update(min(100.0, float(spent[0] / budget) * 100) - bar.n)
+    return advance
+
+
 def _options(klass: type) -> tuple[set[str], list[str]]:
     """The keyword options ``klass(...)`` takes (its ``__init__`` and the bases' it passes
     ``**kwargs`` on to) and the required ones (no default)."""
@@ -255,12 +267,10 @@ class Synthesizer(abc.ABC):
         if bar is not None:
             budget = Fraction(approx_dp_to_zcdp(self.epsilon, self.delta))
             user_callback = callback
-            spent = [Fraction(0)]
+            advance = budget_meter(bar, budget)
 
             def callback(record: RoundRecord) -> None:  # noqa: F811 - wraps the user's
-                # to the exact share spent, at most 100 (float increments overshot: tqdm warned)
-                spent[0] += Fraction(record.rho)
-                bar.update(min(100.0, float(spent[0] / budget) * 100) - bar.n)
+                advance(record)
                 if user_callback is not None:
                     user_callback(record)
         try:

@@ -89,13 +89,15 @@ class VerificationReport:
         if self.promise:
             lines.append(f"  promise:    {self.promise}")
         # each run of a lifetime ledger, and any single run that did not complete
-        if len(self.run_summaries) > 1 or any(r.status != "completed"
-                                              for r in self.run_summaries):
-            shown = self.run_summaries[-_RUNS_SHOWN:]
-            if len(self.run_summaries) > len(shown):
-                lines.append(f"  ({len(self.run_summaries) - len(shown)} earlier run(s): --json "
-                             f"lists them all)")
-            lines += [f"  {r.line()}" for r in shown]
+        runs = self.run_summaries
+        if len(runs) > 1 or any(r.status != "completed" for r in runs):
+            # every run that did not complete (up to a cap), and the last completed ones
+            odd = [k for k, r in enumerate(runs) if r.status != "completed"][:_RUNS_SHOWN * 5]
+            shown = sorted(set(odd) | set(range(max(0, len(runs) - _RUNS_SHOWN), len(runs))))
+            if len(runs) > len(shown):
+                lines.append(f"  ({len(runs) - len(shown)} other run(s) not shown: --json lists "
+                             f"them all)")
+            lines += [f"  {runs[k].line()}" for k in shown]
         lines += [f"  note: {n}" for n in self.notes[:5]]
         if len(self.notes) > 5:
             lines.append(f"  and {len(self.notes) - 5} more note(s) (--json lists them all)")
@@ -614,6 +616,10 @@ def _check_open(where, what, reasons, state):
     if not isinstance(what, dict):
         reasons.append(f"{where}: opening entry must be an object")
         return {"run": None, "_rho": None, "_domain": None}
+    # the filter numbers runs 0, 1, 2, ... in order: a report listing runs by id relies on it
+    if what.get("run") != state["runs"] - 1 or isinstance(what.get("run"), bool):
+        reasons.append(f"{where}: the run is numbered {_line(repr(what.get('run')))[:40]}, not "
+                       f"{state['runs'] - 1} (runs are numbered in order from 0)")
     run = dict(what)
     if what.get("seed_fixed") is not False:
         if what.get("seed_fixed") is True:

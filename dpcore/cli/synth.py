@@ -146,10 +146,12 @@ def _synth(args: argparse.Namespace) -> int:
     from dpcore.accounting import approx_dp_to_zcdp
     budget = Fraction(approx_dp_to_zcdp(epsilon, delta))  # what this run may spend
     bar = progress_bar(args, args.mechanism.upper())
+    from mechanisms.synthesizer import budget_meter
+    advance = budget_meter(bar, budget) if bar is not None else None
 
     def on_round(record: Any) -> None:
         if bar is not None:
-            bar.update(float(Fraction(record.rho) / budget) * 100)
+            advance(record)
             bar.set_postfix_str(f"round {record.index + 1} {'x'.join(record.clique)}")
 
     try:

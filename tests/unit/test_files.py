@@ -177,10 +177,20 @@ def test_a_file_that_only_mentions_the_marks_is_not_a_record(tmp_path):
     # JSON text with a mark after a byte-order mark and blank lines still is one
     ledger = tmp_path / "ledger.json"
     PrivacyFilter.from_approx_dp(1.0, 1e-6, ledger_path=ledger).close()
-    padded = tmp_path / "padded.json"
-    padded.write_bytes(b"\xef\xbb\xbf\n \r\n" + ledger.read_bytes())
+    records = []
+    # review 17: blank padding of 1 MiB or more hid the mark in the bytes the JSON test read
+    for k, pad in enumerate((b"\n \r\n", b"\n" * (1 << 20), b" " * ((1 << 20) + 5))):
+        padded = tmp_path / f"padded{k}.json"
+        padded.write_bytes(b"\xef\xbb\xbf" + pad + ledger.read_bytes())
+        records.append((padded, "dpcore ledger"))
     salt = tmp_path / "salt.private"
     salt.write_text('[{"input_salt": "00"}]')
-    for record, what in ((padded, "dpcore ledger"), (salt, "salt file")):
+    lines = tmp_path / "salt-lines.private"
+    lines.write_text('{"run": 0, "input_salt": "00"}\n{"run": 1, "input_salt": "11"}\n')
+    escaped = tmp_path / "escaped.json"         # the same JSON strings, no mark bytes
+    escaped.write_text(ledger.read_text().replace("dpcore-ledger", "dpcore\\u002dledger"))
+    assert b"dpcore-ledger" not in escaped.read_bytes()
+    records += [(salt, "salt file"), (lines, "salt file"), (escaped, "dpcore ledger")]
+    for record, what in records:
         with pytest.raises(InvalidArgumentError, match=what):
             check_not_a_record(record)

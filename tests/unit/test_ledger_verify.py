@@ -445,3 +445,26 @@ def test_the_report_lists_each_run_its_status_and_its_recomputed_rho(tmp_path, c
     assert [r["status"] for r in doc["run_summaries"]] == ["completed", "failed", "completed",
                                                           "open"]
     assert Fraction(doc["run_summaries"][0]["rho"]) == runs[0].rho
+
+
+def test_a_failed_run_among_many_is_always_listed_and_run_ids_are_in_order(tmp_path):
+    """Review 17: the summary showed the last 10 runs only, so a failed run 0 of 12 went
+    unnamed; and the ids printed were whatever the file said. Every run that did not complete
+    is listed; an id out of order fails."""
+    f = PrivacyFilter.from_approx_dp(2.0, 1e-9)
+    for k in range(12):
+        f.open_run(f.remaining / 20, {"mechanism": f"m{k}", "domain": DOMAIN,
+                                      "seed_fixed": False})
+        f.charge(GaussianEvent(40.0), what={"release": "marginal", "attrs": ["age"]})
+        f.close_run("failed" if k == 0 else "completed", reason="boom" if k == 0 else None)
+    doc = f.ledger.to_dict()
+    report = verify_ledger(doc)
+    assert report.ok
+    text = report.summary()
+    assert "run 0 (m0): FAILED (boom)" in text and "run 11 (m11): completed" in text
+    assert "run 1 (m1)" not in text and "(1 other run(s) not shown" in text
+    forged = json.loads(json.dumps(doc))
+    opening = next(e for e in forged["entries"] if e["kind"] == "open" and e["what"]["run"] == 3)
+    opening["what"]["run"] = 7
+    _rechain(forged)
+    _fails(forged, r"the run is numbered 7, not 3")

@@ -72,6 +72,20 @@ def test_last_references_hold_each_candidates_last_pool_slice(cells, data):
         assert got[names[i]][0] == t and np.array_equal(got[names[i]][1], ref)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=3, unique=True),
+                min_size=1, max_size=12),
+       st.lists(st.lists(st.sampled_from("abcdefg"), max_size=3, unique=True), max_size=10))
+def test_bounds_read_the_measurements_holding_each_candidate_in_order(attrs, candidates):
+    # AIM's bounds (Theorem 2) find the measurements containing a candidate through an index
+    from dpcore.inference import Measurement
+    from mechanisms.aim_bounds import _holding
+    ms = [Measurement(tuple(a), np.ones(2 ** len(a)), 1.0) for a in attrs]
+    holding = _holding(ms)
+    for r in candidates:
+        assert holding(tuple(r)) == [m for m in ms if set(r) <= set(m.attrs)]
+
+
 @st.composite
 def trees(draw):
     d = draw(st.integers(1, 9))

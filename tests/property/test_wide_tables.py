@@ -86,6 +86,21 @@ def test_bounds_read_the_measurements_holding_each_candidate_in_order(attrs, can
         assert holding(tuple(r)) == [m for m in ms if set(r) <= set(m.attrs)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.permutations("abcd").map(lambda p: tuple(p[:3])), min_size=1, max_size=6))
+def test_problem_layout_without_numpy_calls_is_numpys(orders):
+    # Problem's inverse permutations and group sizes (Python, not np.argsort / np.prod)
+    from dpcore.inference import Measurement
+    from dpcore.inference.problem import Problem
+    domain = Domain(("a", "b", "c", "d"), (2, 3, 1, 4))
+    ms = [Measurement(o, np.ones(domain.size(o)), 1.0) for o in orders]
+    problem = Problem(domain, ms, 10.0)
+    for g, perm, inv, shape in problem._reads:
+        assert list(inv) == np.argsort(perm).tolist()
+    assert problem.group_sizes == [int(np.prod(s)) for s in problem.group_shapes]
+    assert problem.clique_sizes == [int(np.prod(s)) for s in problem.clique_shapes]
+
+
 @st.composite
 def trees(draw):
     d = draw(st.integers(1, 9))

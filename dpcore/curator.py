@@ -770,11 +770,13 @@ class _Pool:
             return None
         from dpcore import _core
         buf = self.spare
-        if buf is None or buf.size != reference.size or buf is self.reference:
+        if (buf is None or buf.size != reference.size or buf is self.reference
+                or np.may_share_memory(buf, reference)):
             buf = np.empty(reference.size, dtype=np.float64)
-        np.copyto(buf, reference)
         self.spare = buf
-        if _core.max_abs_finite(buf) < _SCORE_LIMIT:
+        # the copy and its range check in one pass over the reference (a 1-D float64 array
+        # of buf's size here; a non-contiguous one is read through a contiguous copy)
+        if _core.copy_max_abs_finite(reference, buf) < _SCORE_LIMIT:
             return buf
         return None
 

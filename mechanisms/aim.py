@@ -173,7 +173,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
 
     epsilon = exponential_epsilon((1 - alpha) * rho / T)
     summaries: list[RoundSummary] = []
-    last_reference: dict = {}
+    last = _LastReferences(cell_counts)
     final = False
     if Fraction(curator.privacy_filter.remaining) <= 2 * _round_cost(epsilon, sigma):   # Alg. 3 line 8
         epsilon, sigma = _final_parameters(curator, alpha)
@@ -191,18 +191,15 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         # The pool as a subset of the fixed candidate list (Curator.select's `among`: the list
         # is checked and its cells read once). Only the pool competes; the others' cells get a
         # zero reference, scored inside the curator (after the charge) but never drawn.
+        # every candidate's cells in list order (a pool candidate's reference is its slice)
         if live.size == len(candidates) and not derived:
             # every candidate: the model's marginals in one vector (project's numbers, bit for
-            # bit), each candidate's reference a view of it; a view keeps the vector alive,
-            # but a round like this replaces every candidate's last reference
-            flat, starts = model.project_flat(all_bases, by_source=True)
-            references = [flat[s:s + n] for s, n in zip(starts.tolist(), cell_list)]
+            # bit), laid out as the candidate list (its starts are cell_counts' offsets)
+            flat, _ = model.project_flat(all_bases, by_source=True)
         elif live.size == len(candidates):
-            references = project(model, pool)
-            flat = np.concatenate(references)
+            flat = np.concatenate(project(model, pool))
         else:   # in list order, views of one zero buffer between (a third cheaper than a mask)
-            references = project(model, pool)
-            given = iter(references)
+            given = iter(project(model, pool))
             flat = np.concatenate([next(given) if f else zero_cells[:n]
                                    for f, n in zip(fits.tolist(), cell_list)])
         index = int(np.searchsorted(live, curator.select(
@@ -210,8 +207,8 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
             among=fits)))
         chosen = pool[index]
         timer.add("select", time.perf_counter() - start)
-        for r, ref in zip(pool, references):
-            last_reference[r] = (len(summaries), ref)
+        last.record(len(summaries), live, flat)
+        reference = last.slice(flat, int(live[index]))
 
         t_measure = time.perf_counter()
         y = curator.measure(chosen, sigma, discrete=discrete)
@@ -219,7 +216,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         jt_sizes.add(bases[chosen])
         timer.add("measure", time.perf_counter() - t_measure)
         summaries.append(RoundSummary(chosen, sigma, epsilon, float(w.max()), len(pool), float(weights[chosen]),
-                                      float(np.abs(references[index] - y).sum())))
+                                      float(np.abs(reference - y).sum())))
 
         t_est = time.perf_counter()
         # the refit starts from the last model moved onto the new measurement (one IPF step;
@@ -233,7 +230,7 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         if final:
             break
         # Algorithm 3, lines 1-7: anneal when the model barely moved on the chosen marginal.
-        moved = float(np.abs(project(model, [chosen])[0] - references[index]).sum())
+        moved = float(np.abs(project(model, [chosen])[0] - reference).sum())
         if moved <= _EXPECTED_ABS * sigma * sizes[chosen]:
             epsilon, sigma = 2 * epsilon, sigma / 2
         # Lines 8-11: if two more rounds would not fit, spend exactly what is left in one.
@@ -256,12 +253,44 @@ def aim(curator, workload, *, max_model_size: float = 80.0, rounds: int | None =
         from dpcore.dataset import Dataset
         on_data = Dataset(coarsen.expand_records(np.asarray(synthetic.records), derived, domain,
                                                  model_domain), domain)
-    bounds = confidence_bounds(domain, candidates, weights, measurements, summaries, last_reference,
+    bounds = confidence_bounds(domain, candidates, weights, measurements, summaries, last.mapping(candidates),
                                on_data, confidence)
     timer.add("bounds", time.perf_counter() - start)
     return MechanismResult(synthetic, model, curator.privacy_filter.ledger, tuple(records), timer.done(),
                            {"confidence_bounds": bounds, "workload": work, "retired_rho": retired,
                             "rounds_run": len(summaries)})
+
+
+class _LastReferences:
+    """Each candidate's last reference (the model's marginal when it was last in the pool) and
+    that round, for the bounds (Sec. 5): kept as the rounds' flat vectors (candidate list
+    layout) and each candidate's last round, not as ~5,000 views a round in a dict (at 100
+    attributes that loop was a tenth of a second a run). A round's vector is dropped once no
+    candidate's last round is that round."""
+
+    def __init__(self, cell_counts: np.ndarray):
+        self._cells = cell_counts
+        self._starts = np.concatenate(([0], np.cumsum(cell_counts)[:-1])).astype(np.int64)
+        self._round = np.full(len(cell_counts), -1, dtype=np.int64)
+        self._flats: dict = {}
+
+    def record(self, t: int, live: np.ndarray, flat: np.ndarray) -> None:
+        """Round ``t`` gave the candidates ``live`` (indices) their references in ``flat``."""
+        self._round[live] = t
+        self._flats[t] = flat
+        held = set(np.unique(self._round).tolist())
+        for old in [u for u in self._flats if u not in held]:
+            del self._flats[old]
+
+    def slice(self, flat: np.ndarray, i: int) -> np.ndarray:
+        """Candidate ``i``'s cells in a flat vector of the list's layout (a view)."""
+        s = int(self._starts[i])
+        return flat[s:s + int(self._cells[i])]
+
+    def mapping(self, candidates) -> dict:
+        """``{candidate: (round, reference)}`` for every candidate some round's pool held."""
+        return {candidates[i]: (t, self.slice(self._flats[t], i))
+                for i, t in enumerate(self._round.tolist()) if t >= 0}
 
 
 class JTSizes:

@@ -80,10 +80,11 @@ def confidence_bounds(domain, candidates, weights, measurements, summaries, last
     lam1 = math.sqrt(2 * math.log(2 / fail))             # exp(-λ₁²/2) = fail / 2
     lam2 = math.log(2 / fail)                            # exp(-λ₂) = fail / 2
     synth = _marginals(synthetic, domain, list(candidates))
+    holding = _holding(measurements)
     out = {}
     for r in candidates:
         n_r = domain.size(r)
-        est, var = _weighted_average(domain, r, n_r, measurements)
+        est, var = _weighted_average(domain, r, n_r, holding(r))
         if est is not None:
             sbar = math.sqrt(var)
             bound = (float(np.abs(synth[r] - est).sum()) + math.sqrt(2 * math.log(2)) * sbar * n_r
@@ -104,6 +105,26 @@ def confidence_bounds(domain, candidates, weights, measurements, summaries, last
         bound = float(np.abs(synth[r] - reference).sum()) + max(model_bound, 0.0)
         out[r] = ConfidenceBound(r, False, bound, level, t)
     return out
+
+
+def _holding(measurements):
+    """``holding(r)``: the measurements whose attributes contain r (all of them for r = ()),
+    in their order: what _weighted_average reads of the list. Found through an index by
+    attribute, not by testing every measurement for every candidate (~5,000 x ~200 set tests
+    at 100 attributes)."""
+    sets = [set(m.attrs) for m in measurements]
+    by_attr: dict = {}
+    for i, s in enumerate(sets):
+        for a in s:
+            by_attr.setdefault(a, []).append(i)
+
+    def holding(r):
+        if not r:
+            return list(measurements)
+        first = min((by_attr.get(a, ()) for a in set(r)), key=len)
+        target = set(r)
+        return [measurements[i] for i in first if target <= sets[i]]
+    return holding
 
 
 def _weighted_average(domain, r, n_r, measurements):

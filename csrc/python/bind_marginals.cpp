@@ -226,6 +226,25 @@ double max_abs_finite(const DoubleArray& values) {
   return dpcore::max_abs_finite(values.data(), static_cast<std::uint64_t>(values.size()));
 }
 
+double copy_max_abs_finite(const DoubleArray& src, const py::array& dst) {
+  // dst: a writable, C-contiguous float64 array of src's size that does not overlap it, taken
+  // as it is (never a converted copy, which would swallow the writes)
+  const auto n = static_cast<std::uint64_t>(src.size());
+  if (!dst.dtype().is(py::dtype::of<double>()) || !(dst.flags() & py::array::c_style) ||
+      !dst.writeable())
+    throw dpcore::InvalidArgument("dst must be a writable C-contiguous float64 array");
+  if (dst.ndim() != 1 || static_cast<std::uint64_t>(dst.size()) != n)
+    throw dpcore::InvalidArgument("dst must be 1-D with " + std::to_string(n) + " values, got " +
+                                  std::to_string(dst.size()) + " in " +
+                                  std::to_string(dst.ndim()) + " dimension(s)");
+  const double* s = src.data();
+  double* d = static_cast<double*>(const_cast<py::array&>(dst).mutable_data());
+  if (n != 0 && s < d + n && d < s + n)
+    throw dpcore::InvalidArgument("dst must not overlap src");
+  py::gil_scoped_release release;
+  return dpcore::copy_max_abs_finite(s, d, n);
+}
+
 }  // namespace
 
 void bind_marginals(py::module_& m) {
@@ -248,6 +267,9 @@ void bind_marginals(py::module_& m) {
         "Per segment of `sizes` cells: sum |cells - rint(grid * reference)| as int64 (exact),\n"
         "and a bool array flagging segments whose sum would overflow int64 (value 0 there).\n"
         "cells int64 and reference float64, contiguous; |cells| and |grid * reference| < 2^60.");
+  m.def("copy_max_abs_finite", &copy_max_abs_finite, py::arg("src"), py::arg("dst"),
+        "Copy src into dst (float64, same size, writable, C-contiguous, not overlapping) and\n"
+        "return max |v| over the values, +inf when a value is NaN or infinite (one pass).");
   m.def("max_abs_finite", &max_abs_finite, py::arg("values"),
         "max |v| over a contiguous float64 array, +inf when a value is NaN or infinite.");
 }

@@ -8,6 +8,7 @@
 
 #include "dpcore/errors.hpp"
 #include "parallel.hpp"
+#include "stride_runs.hpp"
 #include "vector_math.hpp"
 
 namespace dpcore {
@@ -16,55 +17,7 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// Calls f(outer_offset, inner_offset, run_length, inner_stride) once per innermost run of the
-// loop nest over the outer cells [first, last) (runs clipped to the range). The outer table is
-// contiguous, so runs are consecutive blocks of it; a range lets threads split one table.
-template <class F>
-void for_each_run(const StrideMap& m, std::uint64_t first, std::uint64_t last, F&& f) {
-  if (first >= last) return;
-  const std::size_t k = m.shape.size();
-  if (k == 0) {
-    f(std::int64_t{0}, std::int64_t{0}, std::int64_t{1}, std::int64_t{0});
-    return;
-  }
-  const std::int64_t n = m.shape[k - 1];
-  const std::int64_t s = m.stride[k - 1];
-  // Odometer over the outer axes; a small fixed buffer avoids allocating for typical ranks.
-  std::int64_t small[16];
-  std::vector<std::int64_t> big;
-  std::int64_t* idx = small;
-  if (k - 1 > 16) {
-    big.assign(k - 1, 0);
-    idx = big.data();
-  }
-  std::int64_t inner = 0;
-  std::int64_t run = static_cast<std::int64_t>(first) / n;
-  for (std::ptrdiff_t j = static_cast<std::ptrdiff_t>(k) - 2; j >= 0; --j) {
-    const auto a = static_cast<std::size_t>(j);
-    idx[j] = run % m.shape[a];
-    run /= m.shape[a];
-    inner += idx[j] * m.stride[a];
-  }
-  auto outer = static_cast<std::int64_t>(first);
-  auto left = static_cast<std::int64_t>(last - first);
-  std::int64_t t = outer % n;
-  for (;;) {
-    const std::int64_t len = std::min(n - t, left);
-    f(outer, inner + t * s, len, s);
-    outer += len;
-    left -= len;
-    if (left == 0) return;
-    t = 0;
-    std::ptrdiff_t j = static_cast<std::ptrdiff_t>(k) - 2;
-    for (; j >= 0; --j) {
-      inner += m.stride[static_cast<std::size_t>(j)];
-      if (++idx[j] < m.shape[static_cast<std::size_t>(j)]) break;
-      inner -= m.stride[static_cast<std::size_t>(j)] * m.shape[static_cast<std::size_t>(j)];
-      idx[j] = 0;
-    }
-    if (j < 0) return;
-  }
-}
+// for_each_run: stride_runs.hpp (shared with the pair passes' fused product and sum).
 
 double* grow(std::vector<double>& buffer, std::int64_t n) {
   if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
@@ -184,17 +137,7 @@ void marginalize(const double* src, const StrideMap& map, double* dst, std::uint
   if (!log) {
     parallel_scatter(cells, dst, dst_cells, 0.0, false,
                      [&](double* out, std::uint64_t b, std::uint64_t e) {
-      for_each_run(map, b, e, [&](std::int64_t o, std::int64_t i, std::int64_t n, std::int64_t s) {
-        const double* p = src + o;
-        if (s == 0) {
-          double acc = 0.0;
-          for (std::int64_t t = 0; t < n; ++t) acc += p[t];
-          out[i] += acc;
-        } else {
-          double* d = out + i;
-          for (std::int64_t t = 0; t < n; ++t) d[t * s] += p[t];
-        }
-      });
+      sum_runs(map, b, e, src + b, out);
     });
     return;
   }
@@ -427,6 +370,22 @@ Factor multiply(const Factor& a, const Factor& b) {
   union_attrs(a, b, &attrs, &shape);
   Factor out = a.expand(attrs, shape);
   return std::move(out.multiply_inplace(b));
+}
+
+}  // namespace dpcore
+
+namespace dpcore {
+
+void marginalize_cells(CellSource cells, const void* context, const StrideMap& map, double* dst,
+                       std::uint64_t dst_cells) {
+  // marginalize()'s sweep (the same slices, pieces and runs), each piece's cells made into a
+  // per-thread buffer of kSweepCells (in L1) just before they are summed
+  parallel_scatter(map.outer_cells, dst, dst_cells, 0.0, false,
+                   [&](double* out, std::uint64_t b, std::uint64_t e) {
+    static thread_local std::vector<double> piece(kSweepCells);
+    cells(context, b, e, piece.data());
+    sum_runs(map, b, e, piece.data(), out);
+  });
 }
 
 }  // namespace dpcore

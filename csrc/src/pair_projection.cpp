@@ -23,18 +23,19 @@
 
 #include "dpcore/errors.hpp"
 #include "parallel.hpp"
+#include "stride_runs.hpp"
 
 namespace dpcore {
 
 // multiply(q, r).project(keep) with the same numbers, for q over (a, S...) and r over
 // (S..., E...) (a not in r): the pass's P(a | S) times a clique's reduction, summed down to
-// `keep`. The product table over (a, S..., E...) is laid out as multiply() lays it out, but
-// written in one pass, cell x_a |r| + j = q[x_a |S| + j / |E|] * r[j], into a buffer the thread
-// reuses, instead of a fresh zero-filled table, a broadcast add of q and a broadcast multiply
-// by r (with allocations, ~35 % of a projection's time on many small tables). The sum down to
-// `keep` is the same marginalize() call on the same table, so the same order of additions; a
-// cell can differ only in the sign of a zero (expand() adds q to +0.0), which the sum, started
-// from +0.0, does not keep. Any other layout: multiply() and project() themselves.
+// `keep`. The product table over (a, S..., E...) is laid out as multiply() lays it out, cell
+// x_a |r| + j = q[x_a |S| + j / |E|] * r[j], but never stored: marginalize()'s own sweep makes
+// each piece of it just before summing it (no fresh zero-filled table, broadcast add of q and
+// broadcast multiply by r, nor a whole product written and read back). The sum down to `keep`
+// is marginalize()'s over the same cells, so the same order of additions; a cell can differ
+// only in the sign of a zero (expand() adds q to +0.0), which the sum, started from +0.0, does
+// not keep. Any other layout: multiply() and project() themselves.
 Factor product_projected(const Factor& q, const Factor& r, const std::vector<AttrId>& keep) {
   const std::size_t sep = q.attrs().size() - 1;
   const bool layout = !q.attrs().empty() && r.attrs().size() >= sep &&
@@ -47,32 +48,63 @@ Factor product_projected(const Factor& q, const Factor& r, const std::vector<Att
   shape.insert(shape.end(), r.shape().begin(), r.shape().end());
   for (std::size_t i = 0; i < sep; ++i)
     if (q.shape()[i + 1] != r.shape()[i]) return multiply(q, r).project(keep);  // project() names it
-  const std::uint64_t rows = q.shape()[0], rcells = r.size(), scells = q.size() / rows;
-  const std::uint64_t extra = rcells / scells;   // cells of E
-  // Reused per thread up to kKeptCells (a few MB), so a pool thread does not keep the largest
-  // product it ever formed for the life of the process; larger ones are this call's own.
-  static thread_local std::vector<double> kept_buffer;
-  std::vector<double> own;
-  std::vector<double>& buffer = rows * rcells <= kKeptCells ? kept_buffer : own;
-  if (buffer.size() < rows * rcells) buffer.resize(rows * rcells);
-  double* __restrict out = buffer.data();
-  const double* qv = q.data();
-  const double* rv = r.data();
-  for (std::uint64_t x = 0; x < rows; ++x)
-    for (std::uint64_t s = 0; s < scells; ++s) {
-      const double v = qv[x * scells + s];
-      double* o = out + (x * scells + s) * extra;
-      const double* w = rv + s * extra;
-      for (std::uint64_t e = 0; e < extra; ++e) o[e] = v * w[e];
-    }
   std::vector<std::int64_t> kept;
   for (AttrId x : keep) {
     const auto at = std::find(attrs.begin(), attrs.end(), x);
     if (at == attrs.end()) return multiply(q, r).project(keep);   // project() names it
     kept.push_back(shape[std::size_t(at - attrs.begin())]);
   }
+  // Cell (x_a |S| + s) |E| + e of the product is q[x_a |S| + s] * r[s |E| + e]: made a piece
+  // at a time inside marginalize's own sweep (marginalize_cells), so the table never exists
+  // (it was written whole and read back, ~40 % of a pass at 100 attributes).
+  struct Product {
+    const double* qv;
+    const double* rv;
+    std::uint64_t scells, extra;
+  };
+  const std::uint64_t rows = q.shape()[0], scells = q.size() / rows;
+  const Product product{q.data(), r.data(), scells, r.size() / scells};
+  auto make = [](const void* context, std::uint64_t begin, std::uint64_t end, double* out) {
+    const Product& p = *static_cast<const Product*>(context);
+    std::uint64_t row = begin / p.extra, e = begin % p.extra;   // row: q's cell
+    std::uint64_t s = row % p.scells;                             // its separator cell
+    double* o = out;
+    if (p.extra == 1) {   // no E: the product is q's cells times r's, elementwise
+      for (std::uint64_t c = begin; c < end; ++c, ++row, s = s + 1 == p.scells ? 0 : s + 1)
+        *o++ = p.qv[row] * p.rv[s];
+      return;
+    }
+    for (std::uint64_t c = begin; c < end; ++row, e = 0, s = s + 1 == p.scells ? 0 : s + 1) {
+      const double v = p.qv[row];
+      const double* w = p.rv + s * p.extra;
+      const std::uint64_t n = std::min(p.extra - e, end - c);
+      for (std::uint64_t t = 0; t < n; ++t) o[t] = v * w[e + t];
+      o += n;
+      c += n;
+    }
+  };
   Factor result(keep, kept, 0.0);
-  marginalize(out, make_stride_map(attrs, shape, keep, kept), result.data(), result.size(), false);
+  const StrideMap map = make_stride_map(attrs, shape, keep, kept);
+  // keep = (a, E...) in r's order: out[x, e] = Σ_s q[x, s] r[s, e]. Swept in one slice (below
+  // two grains of cells, or an output over a quarter of them: parallel_sweep's rule), the
+  // innermost runs are E's, which are kept, so marginalize adds each cell on its own in table
+  // order: the loops below, with the same products and additions in the same order.
+  const bool one_slice = map.outer_cells < 2 * kGrainCells || result.size() * 4 > map.outer_cells;
+  const bool plain = keep.size() == 1 + r.attrs().size() - sep && keep[0] == attrs[0] &&
+                     std::equal(keep.begin() + 1, keep.end(), r.attrs().begin() + std::ptrdiff_t(sep));
+  if (one_slice && plain && product.extra > 1) {
+    double* out = result.data();
+    for (std::uint64_t x = 0; x < rows; ++x) {
+      double* o = out + x * product.extra;
+      for (std::uint64_t s = 0; s < scells; ++s) {
+        const double v = product.qv[x * scells + s];
+        const double* w = product.rv + s * product.extra;
+        for (std::uint64_t e = 0; e < product.extra; ++e) o[e] += v * w[e];
+      }
+    }
+    return result;
+  }
+  marginalize_cells(make, &product, map, result.data(), result.size());
   return result;
 }
 

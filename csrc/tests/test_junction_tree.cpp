@@ -271,6 +271,44 @@ static void test_product_projected_is_multiply_then_project() {
     CHECK(got.size() == want.size() &&
           std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
   }
+  // Larger products: the plain keep (a, then r's extra attributes in order; summed in
+  // loops of its own when the sweep is one slice) and products of 2^16 cells and more with
+  // small outputs (swept in slices by several threads, the pieces made on the fly), against
+  // the stored table's sum, bit for bit.
+  std::uniform_int_distribution<int> wide(1, 12);
+  for (int trial = 0; trial < 120; ++trial) {
+    const int nsep = count(rng), nextra = 1 + count(rng) % 3;
+    std::vector<std::int64_t> shape(8);
+    for (auto& n : shape) n = wide(rng);
+    std::vector<AttrId> pool{1, 2, 3, 4, 5, 6, 7};
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::vector<AttrId> sep(pool.begin(), pool.begin() + nsep);
+    std::vector<AttrId> extra(pool.begin() + nsep, pool.begin() + nsep + nextra);
+    std::vector<AttrId> qa{0}, ra = sep;
+    qa.insert(qa.end(), sep.begin(), sep.end());
+    ra.insert(ra.end(), extra.begin(), extra.end());
+    auto fill = [&](const std::vector<AttrId>& attrs) {
+      std::vector<std::int64_t> s;
+      for (AttrId a : attrs) s.push_back(shape[std::size_t(a)]);
+      Factor f(attrs, s, 0.0);
+      for (double& v : f.values()) v = coin(rng) == 0 ? 0.0 : unit(rng);
+      return f;
+    };
+    const Factor q = fill(qa), r = fill(ra);
+    std::vector<AttrId> keep{0};
+    if (trial % 2 == 0) {
+      keep.insert(keep.end(), extra.begin(), extra.end());   // the plain layout
+    } else {
+      for (AttrId a : ra)
+        if (coin(rng) < 2) keep.push_back(a);
+      std::shuffle(keep.begin(), keep.end(), rng);
+    }
+    const Factor want = multiply(q, r).project(keep);
+    const Factor got = product_projected(q, r, keep);
+    CHECK(got.attrs() == want.attrs());
+    CHECK(got.size() == want.size() &&
+          std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+  }
   // r with the separator not leading: the general path, the same numbers
   const std::vector<std::int64_t> shape{2, 3, 2};
   Factor q({0, 1}, {2, 3}, 0.0), r({2, 1}, {2, 3}, 0.0);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -125,10 +126,30 @@ static void test_max_abs_finite() {
   }
 }
 
+// The curator's one-pass copy and range check against the copy and max_abs_finite, on every
+// length up to 20 (the 8-lane loop and its tail) with a NaN or an infinity anywhere.
+static void test_copy_max_abs_finite() {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> value(-1e6, 1e6);
+  for (std::size_t n = 0; n <= 20; ++n)
+    for (std::size_t bad = 0; bad <= n; ++bad) {   // bad == n: all finite
+      std::vector<double> v(n), dst(n, 42.0);
+      for (double& x : v) x = value(rng);
+      if (bad < n) v[bad] = bad % 2 ? std::numeric_limits<double>::quiet_NaN()
+                                    : -std::numeric_limits<double>::infinity();
+      const double got = copy_max_abs_finite(v.data(), dst.data(), n);
+      CHECK(n == 0 || std::memcmp(v.data(), dst.data(), n * sizeof(double)) == 0);
+      const double want = max_abs_finite(v.data(), n);
+      CHECK(got == want);
+      CHECK(std::isinf(got) == (bad < n));
+    }
+}
+
 int main() {
   test_grid_l1_matches_naive_sums();
   test_grid_l1_refuses_out_of_range_values();
   test_grid_l1_checks_sizes_and_every_lane();
   test_max_abs_finite();
+  test_copy_max_abs_finite();
   return dpcore_test::report();
 }

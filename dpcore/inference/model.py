@@ -230,8 +230,8 @@ class GraphicalModel:
         flat = self.calibrated.project_flat(roots, root_starts, size, by_source=by_source)
         # the queries read from a root, from its unscaled values (project_values' way) ...
         filled = [(s, n, None if attrs is None else self._from_root(
-                       root, flat[r:r + n_root].reshape(shape), attrs).reshape(-1), r)
-                  for s, n, root, r, n_root, shape, attrs in derived]
+                       root, flat[r:r + n_root].reshape(shape), attrs, keep).reshape(-1), r)
+                  for s, n, root, r, n_root, shape, attrs, keep in derived]
         flat *= self.total     # ... then every root's at once: (values * total) elementwise
         for s, n, values, r in filled:
             flat[s:s + n] = flat[r:r + n] if values is None else values
@@ -267,15 +267,25 @@ class GraphicalModel:
                 continue
             r = at[root]
             root_shape = domain.project(root).shape
+            # a query summed out of its root: the axes it keeps, in its order (Factor.project's
+            # call, made directly: ~100 such queries a round at 100 attributes)
+            keep = ([tuple(root).index(a) for a in q] if q != root and len(q) != len(root) else None)
             derived.append((s, n, root, r, int(np.prod(root_shape, dtype=np.int64)), root_shape,
-                            None if q == root else q))
-        answer = (tuple(roots), tuple(at[r] for r in roots), starts, int(sizes.sum()), tuple(derived))
+                            None if q == root else q, keep))
+        # the roots' starts as a read-only int64 array: the compiled call's argument check
+        # takes it in one tolist (a tuple was ~5,000 per-item index checks a round)
+        root_starts = np.array([at[r] for r in roots], dtype=np.int64)
+        root_starts.flags.writeable = False
+        answer = (tuple(roots), root_starts, starts, int(sizes.sum()), tuple(derived))
         _RECENT_FLAT = ((key, domain, answer),) + _RECENT_FLAT[:_RECENT_MAX - 1]
         return answer
 
-    def _from_root(self, root, values, attrs) -> np.ndarray:
+    def _from_root(self, root, values, attrs, keep=None) -> np.ndarray:
         from dpcore.factor import Factor
 
+        if keep is not None:   # Factor.project(attrs)'s values: the same marginalize call
+            from dpcore import _core
+            return _core.marginalize(values, keep, False) * self.total
         source = Factor._trusted(self.domain.project(root), values)
         factor = source.project(attrs) if len(root) != len(attrs) else source.transpose(attrs)
         return factor.values * self.total

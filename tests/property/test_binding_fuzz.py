@@ -539,6 +539,8 @@ CASES = {
                          either(st.lists(st.integers(-1, 6), max_size=3).map(
                              lambda v: np.array(v, dtype=np.int64)))),
     "max_abs_finite": st.builds(lambda v: lambda: call(_core.max_abs_finite, v), HOSTILE),
+    "copy_max_abs_finite": st.builds(lambda v, d: lambda: call(_core.copy_max_abs_finite, v, d),
+                                     HOSTILE, either(st.integers(0, 6).map(np.zeros))),
     "checked_cell_count": st.builds(lambda s: lambda: _check_cell_count(s),
                                     either(st.lists(st.integers(-1, 2**40) | st.sampled_from(
                                         HUGE_INTS), max_size=4))),

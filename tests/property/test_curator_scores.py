@@ -71,6 +71,29 @@ def test_max_abs_finite_is_numpy_or_inf(values):
         assert got == np.inf
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40), st.booleans())
+def test_copy_max_abs_finite_is_a_copy_and_max_abs_finite(values, strided):
+    # the curator's one-pass copy and range check against the two passes it replaced
+    v = np.array(values, dtype=np.float64)
+    src = np.repeat(v, 2)[::2] if strided else v       # a strided source is read as given
+    dst = np.full(v.size, 7.0)
+    got = _core.copy_max_abs_finite(src, dst)
+    assert dst.tobytes() == v.tobytes()
+    assert got == _core.max_abs_finite(v) or (np.isnan(got) and np.isnan(_core.max_abs_finite(v)))
+
+
+def test_copy_max_abs_finite_writes_only_into_a_float64_array_of_its_own():
+    src = np.arange(4.0)
+    read_only = np.zeros(4)
+    read_only.flags.writeable = False
+    for dst in (np.zeros(4, np.float32), np.zeros(8)[::2], read_only, np.zeros(3),
+                np.zeros((4, 1)), src, src[::-1]):
+        with pytest.raises(InvalidArgumentError):
+            _core.copy_max_abs_finite(src, dst)
+    assert src.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 def _curator(budget, seed=3):
     domain = Domain(("a", "b", "c"), (3, 2, 4))
     rng = np.random.default_rng(seed)

@@ -2,6 +2,8 @@
 it replaces, recomputed the slow way on random inputs."""
 import itertools
 
+import numpy as np
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +33,72 @@ def test_candidate_weights_equal_the_sum_over_the_whole_workload_bit_for_bit(wor
     candidates = downward_closure([c for c, _ in workload]) + (("zz",),)   # one touching nothing
     got = candidate_weights(candidates, workload).tolist()
     assert got == brute_weights(candidates, workload)
+
+
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.data())
+def test_integer_weights_take_the_linear_sum_and_equal_the_ordered_one(workload, data):
+    # integer c_s (the all-k-way workloads' 1s): summed per attribute, exact below 2^53;
+    # weights near or past 2^53 must fall back to the ordered sum and still agree with it
+    top = data.draw(st.sampled_from([1, 3, 2 ** 40, 2 ** 53, 2 ** 60]))
+    ints = [float(data.draw(st.integers(0, top))) for _ in workload]
+    workload = tuple((c, w) for (c, _), w in zip(workload, ints))
+    candidates = downward_closure([c for c, _ in workload]) + (("zz",),)
+    got = candidate_weights(candidates, workload).tolist()
+    assert got == brute_weights(candidates, workload)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.data())
+def test_last_references_hold_each_candidates_last_pool_slice(cells, data):
+    # AIM's record of each candidate's last reference against the per-round dict it replaced
+    from mechanisms.aim import _LastReferences
+    counts = np.array(cells, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    last = _LastReferences(counts)
+    want = {}
+    for t in range(data.draw(st.integers(0, 6))):
+        live = np.array(sorted(data.draw(st.sets(st.integers(0, len(cells) - 1), min_size=1))))
+        flat = np.arange(counts.sum(), dtype=np.float64) + 100.0 * t
+        last.record(t, live, flat)
+        for i in live.tolist():
+            want[i] = (t, flat[starts[i]:starts[i] + counts[i]].copy())
+            assert np.array_equal(last.slice(flat, i), want[i][1])
+        assert set(last._flats) == {u for u, _ in want.values()}   # the others are dropped
+    names = [f"c{i}" for i in range(len(cells))]
+    got = last.mapping(names)
+    assert sorted(got) == sorted(names[i] for i in want)
+    for i, (t, ref) in want.items():
+        assert got[names[i]][0] == t and np.array_equal(got[names[i]][1], ref)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=3, unique=True),
+                min_size=1, max_size=12),
+       st.lists(st.lists(st.sampled_from("abcdefg"), max_size=3, unique=True), max_size=10))
+def test_bounds_read_the_measurements_holding_each_candidate_in_order(attrs, candidates):
+    # AIM's bounds (Theorem 2) find the measurements containing a candidate through an index
+    from dpcore.inference import Measurement
+    from mechanisms.aim_bounds import _holding
+    ms = [Measurement(tuple(a), np.ones(2 ** len(a)), 1.0) for a in attrs]
+    holding = _holding(ms)
+    for r in candidates:
+        assert holding(tuple(r)) == [m for m in ms if set(r) <= set(m.attrs)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.permutations("abcd").map(lambda p: tuple(p[:3])), min_size=1, max_size=6))
+def test_problem_layout_without_numpy_calls_is_numpys(orders):
+    # Problem's inverse permutations and group sizes (Python, not np.argsort / np.prod)
+    from dpcore.inference import Measurement
+    from dpcore.inference.problem import Problem
+    domain = Domain(("a", "b", "c", "d"), (2, 3, 1, 4))
+    ms = [Measurement(o, np.ones(domain.size(o)), 1.0) for o in orders]
+    problem = Problem(domain, ms, 10.0)
+    for g, perm, inv, shape in problem._reads:
+        assert list(inv) == np.argsort(perm).tolist()
+    assert problem.group_sizes == [int(np.prod(s)) for s in problem.group_shapes]
+    assert problem.clique_sizes == [int(np.prod(s)) for s in problem.clique_shapes]
 
 
 @st.composite

@@ -17,6 +17,10 @@ namespace dpcore {
 /// max |v_i| over n values, or +inf when a value is NaN or ±inf (0 for n = 0).
 double max_abs_finite(const double* v, std::uint64_t n);
 
+/// Copies n values from `src` to `dst` (not overlapping) and returns max_abs_finite of them,
+/// in one pass over the source.
+double copy_max_abs_finite(const double* src, double* dst, std::uint64_t n);
+
 /// For k consecutive segments of `sizes[r]` cells of the n cells: out[r] = Σ |cells_i -
 /// rint(grid * ref_i)|, exact. Needs |cells_i| < 2^60 and |grid * ref_i| < 2^60
 /// (InvalidArgument otherwise, NaN included; the curator checks both first); a segment whose

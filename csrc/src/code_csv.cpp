@@ -45,7 +45,7 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
     if (f.lo.size() > f.texts.size())
       throw InvalidArgument("column " + std::to_string(j) + ": more drawn bins than codes");
     Column c;
-    c.first = offsets_.size();
+    c.first = texts_.size();
     c.codes = f.texts.size();
     c.drawn = f.lo.size();
     c.bin = lo_.size();
@@ -67,7 +67,7 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
     auto add = [&](const std::string& text) {
       std::string field = (j > 0 ? sep_ : std::string()) + text + (j == last ? eol_ : "");
       widest = std::max(widest, field.size());
-      offsets_.push_back(bytes_.size());
+      texts_.push_back({bytes_.size(), field.size()});
       bytes_ += field;
       bytes_.append(kSlack, '\0');
     };
@@ -81,14 +81,13 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
       if (high - low <= double(kMaxSpan)) {
         c.low = static_cast<std::int64_t>(low);
         c.span = static_cast<std::int64_t>(high - low) + 1;
-        c.values = offsets_.size();
+        c.values = texts_.size();
         for (std::int64_t v = 0; v < c.span; ++v) add(std::to_string(c.low + v));
       }
     }
     max_row_ += widest;
     columns_.push_back(c);
   }
-  offsets_.push_back(bytes_.size());
 }
 
 template <typename T>
@@ -123,20 +122,25 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
         if (!(u >= 0.0 && u < 1.0))
           throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
                                 ": a uniform draw must lie in [0, 1), got " + std::to_string(u));
-        // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1))
-        const auto v = static_cast<std::int64_t>(lo_[b] + std::floor(u * width_[b]));
+        // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1)). Here
+        // 0 <= u * width < 2^63, where floor is truncation: through int64 and back it is
+        // exactly std::floor's double (below 2^53 the integer part; above, the double is
+        // already an integer), without the SSE2 floor emulation (no roundsd before SSE4.1)
+        const double x = u * width_[b];
+        const auto v = static_cast<std::int64_t>(
+            lo_[b] + static_cast<double>(static_cast<std::int64_t>(x)));
         const auto at = static_cast<std::uint64_t>(v - c.low);
         if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
-          const std::size_t k = c.values + std::size_t(at);
-          p = put(p, bytes_.data() + offsets_[k], offsets_[k + 1] - offsets_[k] - kSlack);
+          const Text& t = texts_[c.values + std::size_t(at)];
+          p = put(p, bytes_.data() + t.at, t.size);
           continue;
         }
         if (j > 0) p = put(p, sep, sep_.size());
         p = std::to_chars(p, p + 24, v).ptr;
         if (j == last) p = put(p, eol, eol_.size());
       } else if (code < c.codes) {
-        const std::size_t k = c.first + std::size_t(code);
-        p = put(p, bytes_.data() + offsets_[k], offsets_[k + 1] - offsets_[k] - kSlack);
+        const Text& t = texts_[c.first + std::size_t(code)];
+        p = put(p, bytes_.data() + t.at, t.size);
       } else {
         throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
                               ": code " + std::to_string(static_cast<long long>(raw)) +

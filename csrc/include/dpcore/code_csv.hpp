@@ -48,7 +48,7 @@ class CodeCsvFormat {
 
  private:
   struct Column {
-    std::size_t first = 0;    // its first text in offsets_
+    std::size_t first = 0;    // its first text in texts_
     std::size_t codes = 0;    // texts (every code < codes is valid)
     std::size_t drawn = 0;    // codes below this are drawn
     std::size_t draw = 0;     // which uniform array (drawn columns)
@@ -61,7 +61,12 @@ class CodeCsvFormat {
   static constexpr std::int64_t kMaxSpan = 4096;
   std::vector<Column> columns_;
   std::string bytes_;                    // each text with its delimiter / line end, padded
-  std::vector<std::size_t> offsets_;     // text k: bytes_[offsets_[k], offsets_[k + 1] - kSlack)
+  // text k: bytes_[texts_[k].at, + texts_[k].size) (followed by kSlack padding bytes); one
+  // load a field, where two neighbouring offsets took two and a subtraction
+  struct Text {
+    std::size_t at, size;
+  };
+  std::vector<Text> texts_;
   std::vector<double> lo_, width_;
   std::string sep_, eol_;
   std::size_t drawn_ = 0, max_row_ = 0;

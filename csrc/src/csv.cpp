@@ -198,14 +198,23 @@ DPCORE_INLINE Head head_of(const char* p, std::size_t size, const char* end) {
 // by side (the top bits of a product depend on every bit of the word), not one after the
 // other: most fields are 16 bytes or less, and a chain of three products was the latency
 // before each lookup's load. Equal hashes are only a filter: a hit compares size and head.
-DPCORE_INLINE std::uint64_t text_hash(const Head& head, const char* p, std::size_t size) {
+DPCORE_INLINE std::uint64_t text_hash(const Head& head, const char* p, std::size_t size,
+                                      const char* end) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
   std::uint64_t h = (head.w0 * kMul) ^ ((head.w1 + size * 0xC2B2AE3D27D4EB4FULL) *
                                         0xBF58476D1CE4E5B9ULL);
   if (size > 16) {
     for (std::size_t i = 16; i < size; i += 8) {
+      // the next word of the text, zero-padded: one load and a mask where 8 bytes are
+      // readable (a variable-size copy compiled to a byte loop), else copied
       std::uint64_t w = 0;
-      std::memcpy(&w, p + i, std::min<std::size_t>(8, size - i));
+      const std::size_t k = std::min<std::size_t>(8, size - i);
+      if (kLittleEndian && end - (p + i) >= 8) {
+        std::memcpy(&w, p + i, 8);
+        w &= kHeadMask.m[k];
+      } else {
+        std::memcpy(&w, p + i, k);
+      }
       h = (h ^ w ^ (h >> 31)) * kMul;
     }
     h = (h ^ (h >> 32)) * kMul;
@@ -239,7 +248,7 @@ class TextIndex {
   // have their slots fetched while others are looked up).
   DPCORE_INLINE static Head key(const char* p, std::size_t size, const char* end, std::uint64_t* hash) {
     const Head head = head_of(p, size, end);
-    *hash = text_hash(head, p, size);
+    *hash = text_hash(head, p, size, end);
     return head;
   }
 

@@ -61,7 +61,13 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
                          decimal_width(static_cast<std::int64_t>(top))});
       lo_.push_back(lo);
       width_.push_back(f.width[b]);
+      ilo_.push_back(static_cast<std::int64_t>(lo));
     }
+    constexpr double kExact = 9007199254740992.0;   // 2^53
+    c.exact = c.drawn > 0;
+    for (std::size_t b = c.bin; b < c.bin + c.drawn; ++b)
+      c.exact = c.exact && lo_[b] == std::trunc(lo_[b]) && std::fabs(lo_[b]) <= kExact &&
+                std::fabs(lo_[b] + width_[b]) <= kExact;
     if (c.drawn > 0) widest += (j > 0 ? sep_.size() : 0) + (j == last ? eol_.size() : 0);
     // each text carries its delimiter (after the first column) and its line end (the last)
     auto add = [&](const std::string& text) {
@@ -126,9 +132,11 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
         // 0 <= u * width < 2^63, where floor is truncation: through int64 and back it is
         // exactly std::floor's double (below 2^53 the integer part; above, the double is
         // already an integer), without the SSE2 floor emulation (no roundsd before SSE4.1)
-        const double x = u * width_[b];
-        const auto v = static_cast<std::int64_t>(
-            lo_[b] + static_cast<double>(static_cast<std::int64_t>(x)));
+        // With an exact column (see Column::exact) the sum is taken in integers: the same
+        // value, a shorter chain of conversions before the field's text is known.
+        const auto t = static_cast<std::int64_t>(u * width_[b]);
+        const std::int64_t v =
+            c.exact ? ilo_[b] + t : static_cast<std::int64_t>(lo_[b] + static_cast<double>(t));
         const auto at = static_cast<std::uint64_t>(v - c.low);
         if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
           const Text& t = texts_[c.values + std::size_t(at)];

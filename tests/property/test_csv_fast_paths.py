@@ -4,8 +4,9 @@
   branch on the size) against a Python split that numbers each column's texts in order of
   first sight -- texts of every size around the 8- and 16-byte head boundaries, sharing
   prefixes, and fields close to the block's end (where the head is copied, not loaded);
-* CodeCsvFormat's drawn values (``lo + floor(u * width)`` computed by truncation) against
-  NumPy's ``np.floor`` arithmetic, for widths up to 2^62 and draws at the ends of [0, 1).
+* CodeCsvFormat's drawn values (``lo + floor(u * width)`` computed by truncation, and in
+  integers where that is exact) against NumPy's ``np.floor`` arithmetic, for bounds and
+  widths up to 2^62 and draws at the ends of [0, 1).
 """
 from __future__ import annotations
 
@@ -59,11 +60,15 @@ def _reference(lo, width, codes, u):
     return out
 
 
-_BOUND = st.floats(-(2.0 ** 62) + 2 ** 11, 2.0 ** 62 - 2 ** 11, allow_nan=False)
+# integer bounds within 2^53 (the writer's exact path: the sum in integers), and any
+# doubles up to 2^62 (the sum in doubles, as NumPy's)
+_BOUND = st.one_of(st.integers(-(2 ** 53), 2 ** 53).map(float),
+                   st.floats(-(2.0 ** 62) + 2 ** 11, 2.0 ** 62 - 2 ** 11, allow_nan=False))
+_WIDTH = st.one_of(st.integers(1, 2 ** 40).map(float), st.floats(1.0, 2.0 ** 62))
 
 
-@settings(max_examples=300, deadline=None)
-@given(bins=st.lists(st.tuples(_BOUND, st.floats(1.0, 2.0 ** 62)), min_size=1, max_size=4),
+@settings(max_examples=400, deadline=None)
+@given(bins=st.lists(st.tuples(_BOUND, _WIDTH), min_size=1, max_size=4),
        data=st.data())
 def test_drawn_values_are_numpys_floor(bins, data):
     bins = [(lo, w) for lo, w in bins if abs(lo + w) < 2.0 ** 62] or [(0.0, 1.0)]

@@ -57,6 +57,9 @@ class CodeCsvFormat {
     // end) is text values + (v - low), for low <= v < low + span (no integer formatting)
     std::int64_t low = 0, span = 0;
     std::size_t values = 0;
+    // every bin's lo is an integer and lo, lo + width lie in [-2^53, 2^53]: lo + t is exact
+    // in doubles, so the value is the integer sum ilo_[b] + t (no round trip through a double)
+    bool exact = false;
   };
   static constexpr std::int64_t kMaxSpan = 4096;
   std::vector<Column> columns_;
@@ -68,6 +71,7 @@ class CodeCsvFormat {
   };
   std::vector<Text> texts_;
   std::vector<double> lo_, width_;
+  std::vector<std::int64_t> ilo_;        // lo_ as integers (exact columns)
   std::string sep_, eol_;
   std::size_t drawn_ = 0, max_row_ = 0;
 };

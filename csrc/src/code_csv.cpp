@@ -131,12 +131,13 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
         // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1)). Here
         // 0 <= u * width < 2^63, where floor is truncation: through int64 and back it is
         // exactly std::floor's double (below 2^53 the integer part; above, the double is
-        // already an integer), without the SSE2 floor emulation (no roundsd before SSE4.1)
-        // With an exact column (see Column::exact) the sum is taken in integers: the same
-        // value, a shorter chain of conversions before the field's text is known.
-        const auto t = static_cast<std::int64_t>(u * width_[b]);
+        // already an integer), without the SSE2 floor emulation (no roundsd before SSE4.1).
+        // In an exact column (Column::exact) the sum is taken in integers: the same value,
+        // a shorter chain of conversions before the field's text is known.
+        const auto whole = static_cast<std::int64_t>(u * width_[b]);
         const std::int64_t v =
-            c.exact ? ilo_[b] + t : static_cast<std::int64_t>(lo_[b] + static_cast<double>(t));
+            c.exact ? ilo_[b] + whole
+                    : static_cast<std::int64_t>(lo_[b] + static_cast<double>(whole));
         const auto at = static_cast<std::uint64_t>(v - c.low);
         if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
           const Text& t = texts_[c.values + std::size_t(at)];

@@ -246,7 +246,8 @@ class TextIndex {
 
   // The head and hash of the text at p (hashed before the lookup, so a batch of fields can
   // have their slots fetched while others are looked up).
-  DPCORE_INLINE static Head key(const char* p, std::size_t size, const char* end, std::uint64_t* hash) {
+  DPCORE_INLINE static Head key(const char* p, std::size_t size, const char* end,
+                                std::uint64_t* hash) {
     const Head head = head_of(p, size, end);
     *hash = text_hash(head, p, size, end);
     return head;

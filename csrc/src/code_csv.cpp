@@ -109,14 +109,25 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
                           " bytes; " + std::to_string(n) + " rows need up to " +
                           std::to_string(n) + " x " + std::to_string(max_row_) + " + " +
                           std::to_string(kSlack));
-  const char* sep = bytes_.data();
-  const char* eol = bytes_.data() + sep_.size() + kSlack;
-  const std::size_t last = columns_.size() - 1;
+  // The tables' addresses and sizes in locals: every byte stored through `p` (a char) may
+  // alias any object, this one's members included, so reading them through `this` reloaded
+  // them after each field's copy.
+  const char* const bytes = bytes_.data();
+  const Text* const texts = texts_.data();
+  const Column* const cols = columns_.data();
+  const double* const lo = lo_.data();
+  const double* const width = width_.data();
+  const std::int64_t* const ilo = ilo_.data();
+  const double* const* const draws = uniform.data();
+  const std::size_t ncols = columns_.size(), sep_size = sep_.size(), eol_size = eol_.size();
+  const char* sep = bytes;
+  const char* eol = bytes + sep_size + kSlack;
+  const std::size_t last = ncols - 1;
   char* p = out;
   for (std::size_t r = 0; r < n; ++r) {
     const T* row = codes + std::ptrdiff_t(r) * row_stride;
-    for (std::size_t j = 0; j < columns_.size(); ++j) {
-      const Column& c = columns_[j];
+    for (std::size_t j = 0; j < ncols; ++j) {
+      const Column& c = cols[j];
       const T raw = row[std::ptrdiff_t(j) * column_stride];
       // a negative code (signed T) becomes a huge one: refused below
       const auto code = static_cast<std::uint64_t>(raw);
@@ -124,7 +135,7 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
         const std::size_t b = c.bin + std::size_t(code);
         // the row budget holds a value in [lo, lo + width]: a draw outside [0, 1) (or NaN)
         // would write past it
-        const double u = uniform[c.draw][r];
+        const double u = draws[c.draw][r];
         if (!(u >= 0.0 && u < 1.0))
           throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
                                 ": a uniform draw must lie in [0, 1), got " + std::to_string(u));
@@ -134,22 +145,22 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
         // already an integer), without the SSE2 floor emulation (no roundsd before SSE4.1).
         // In an exact column (Column::exact) the sum is taken in integers: the same value,
         // a shorter chain of conversions before the field's text is known.
-        const auto whole = static_cast<std::int64_t>(u * width_[b]);
+        const auto whole = static_cast<std::int64_t>(u * width[b]);
         const std::int64_t v =
-            c.exact ? ilo_[b] + whole
-                    : static_cast<std::int64_t>(lo_[b] + static_cast<double>(whole));
+            c.exact ? ilo[b] + whole
+                    : static_cast<std::int64_t>(lo[b] + static_cast<double>(whole));
         const auto at = static_cast<std::uint64_t>(v - c.low);
         if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
-          const Text& t = texts_[c.values + std::size_t(at)];
-          p = put(p, bytes_.data() + t.at, t.size);
+          const Text& t = texts[c.values + std::size_t(at)];
+          p = put(p, bytes + t.at, t.size);
           continue;
         }
-        if (j > 0) p = put(p, sep, sep_.size());
+        if (j > 0) p = put(p, sep, sep_size);
         p = std::to_chars(p, p + 24, v).ptr;
-        if (j == last) p = put(p, eol, eol_.size());
+        if (j == last) p = put(p, eol, eol_size);
       } else if (code < c.codes) {
-        const Text& t = texts_[c.first + std::size_t(code)];
-        p = put(p, bytes_.data() + t.at, t.size);
+        const Text& t = texts[c.first + std::size_t(code)];
+        p = put(p, bytes + t.at, t.size);
       } else {
         throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
                               ": code " + std::to_string(static_cast<long long>(raw)) +

@@ -45,7 +45,7 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
     if (f.lo.size() > f.texts.size())
       throw InvalidArgument("column " + std::to_string(j) + ": more drawn bins than codes");
     Column c;
-    c.first = offsets_.size();
+    c.first = texts_.size();
     c.codes = f.texts.size();
     c.drawn = f.lo.size();
     c.bin = lo_.size();
@@ -61,13 +61,19 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
                          decimal_width(static_cast<std::int64_t>(top))});
       lo_.push_back(lo);
       width_.push_back(f.width[b]);
+      ilo_.push_back(static_cast<std::int64_t>(lo));
     }
+    constexpr double kExact = 9007199254740992.0;   // 2^53
+    c.exact = c.drawn > 0;
+    for (std::size_t b = c.bin; b < c.bin + c.drawn; ++b)
+      c.exact = c.exact && lo_[b] == std::trunc(lo_[b]) && std::fabs(lo_[b]) <= kExact &&
+                std::fabs(lo_[b] + width_[b]) <= kExact;
     if (c.drawn > 0) widest += (j > 0 ? sep_.size() : 0) + (j == last ? eol_.size() : 0);
     // each text carries its delimiter (after the first column) and its line end (the last)
     auto add = [&](const std::string& text) {
       std::string field = (j > 0 ? sep_ : std::string()) + text + (j == last ? eol_ : "");
       widest = std::max(widest, field.size());
-      offsets_.push_back(bytes_.size());
+      texts_.push_back({bytes_.size(), field.size()});
       bytes_ += field;
       bytes_.append(kSlack, '\0');
     };
@@ -81,14 +87,13 @@ CodeCsvFormat::CodeCsvFormat(const std::vector<CodeFieldFormat>& columns, const 
       if (high - low <= double(kMaxSpan)) {
         c.low = static_cast<std::int64_t>(low);
         c.span = static_cast<std::int64_t>(high - low) + 1;
-        c.values = offsets_.size();
+        c.values = texts_.size();
         for (std::int64_t v = 0; v < c.span; ++v) add(std::to_string(c.low + v));
       }
     }
     max_row_ += widest;
     columns_.push_back(c);
   }
-  offsets_.push_back(bytes_.size());
 }
 
 template <typename T>
@@ -104,14 +109,25 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
                           " bytes; " + std::to_string(n) + " rows need up to " +
                           std::to_string(n) + " x " + std::to_string(max_row_) + " + " +
                           std::to_string(kSlack));
-  const char* sep = bytes_.data();
-  const char* eol = bytes_.data() + sep_.size() + kSlack;
-  const std::size_t last = columns_.size() - 1;
+  // The tables' addresses and sizes in locals: every byte stored through `p` (a char) may
+  // alias any object, this one's members included, so reading them through `this` reloaded
+  // them after each field's copy.
+  const char* const bytes = bytes_.data();
+  const Text* const texts = texts_.data();
+  const Column* const cols = columns_.data();
+  const double* const lo = lo_.data();
+  const double* const width = width_.data();
+  const std::int64_t* const ilo = ilo_.data();
+  const double* const* const draws = uniform.data();
+  const std::size_t ncols = columns_.size(), sep_size = sep_.size(), eol_size = eol_.size();
+  const char* sep = bytes;
+  const char* eol = bytes + sep_size + kSlack;
+  const std::size_t last = ncols - 1;
   char* p = out;
   for (std::size_t r = 0; r < n; ++r) {
     const T* row = codes + std::ptrdiff_t(r) * row_stride;
-    for (std::size_t j = 0; j < columns_.size(); ++j) {
-      const Column& c = columns_[j];
+    for (std::size_t j = 0; j < ncols; ++j) {
+      const Column& c = cols[j];
       const T raw = row[std::ptrdiff_t(j) * column_stride];
       // a negative code (signed T) becomes a huge one: refused below
       const auto code = static_cast<std::uint64_t>(raw);
@@ -119,24 +135,32 @@ std::size_t CodeCsvFormat::format(const T* codes, std::size_t n, std::ptrdiff_t 
         const std::size_t b = c.bin + std::size_t(code);
         // the row budget holds a value in [lo, lo + width]: a draw outside [0, 1) (or NaN)
         // would write past it
-        const double u = uniform[c.draw][r];
+        const double u = draws[c.draw][r];
         if (!(u >= 0.0 && u < 1.0))
           throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
                                 ": a uniform draw must lie in [0, 1), got " + std::to_string(u));
-        // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1))
-        const auto v = static_cast<std::int64_t>(lo_[b] + std::floor(u * width_[b]));
+        // lo + floor(u * width), as NumPy computes a + floor(random * (b - a + 1)). Here
+        // 0 <= u * width < 2^63, where floor is truncation: through int64 and back it is
+        // exactly std::floor's double (below 2^53 the integer part; above, the double is
+        // already an integer), without the SSE2 floor emulation (no roundsd before SSE4.1).
+        // In an exact column (Column::exact) the sum is taken in integers: the same value,
+        // a shorter chain of conversions before the field's text is known.
+        const auto whole = static_cast<std::int64_t>(u * width[b]);
+        const std::int64_t v =
+            c.exact ? ilo[b] + whole
+                    : static_cast<std::int64_t>(lo[b] + static_cast<double>(whole));
         const auto at = static_cast<std::uint64_t>(v - c.low);
         if (at < static_cast<std::uint64_t>(c.span)) {     // a small range: the value's text
-          const std::size_t k = c.values + std::size_t(at);
-          p = put(p, bytes_.data() + offsets_[k], offsets_[k + 1] - offsets_[k] - kSlack);
+          const Text& t = texts[c.values + std::size_t(at)];
+          p = put(p, bytes + t.at, t.size);
           continue;
         }
-        if (j > 0) p = put(p, sep, sep_.size());
+        if (j > 0) p = put(p, sep, sep_size);
         p = std::to_chars(p, p + 24, v).ptr;
-        if (j == last) p = put(p, eol, eol_.size());
+        if (j == last) p = put(p, eol, eol_size);
       } else if (code < c.codes) {
-        const std::size_t k = c.first + std::size_t(code);
-        p = put(p, bytes_.data() + offsets_[k], offsets_[k + 1] - offsets_[k] - kSlack);
+        const Text& t = texts[c.first + std::size_t(code)];
+        p = put(p, bytes + t.at, t.size);
       } else {
         throw InvalidArgument("column " + std::to_string(j) + ", row " + std::to_string(r) +
                               ": code " + std::to_string(static_cast<long long>(raw)) +

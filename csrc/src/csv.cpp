@@ -137,6 +137,17 @@ void format_csv(const std::vector<CsvColumn>& columns, std::size_t n, const std:
 
 namespace {
 
+// The per-field steps are small and called from two or three places each: GCC left them as
+// calls (a push/pop frame a field, ~10% of the split); inlining them keeps the field loop
+// in registers.
+#if defined(__GNUC__) || defined(__clang__)
+#define DPCORE_INLINE inline __attribute__((always_inline))
+#define DPCORE_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define DPCORE_INLINE inline
+#define DPCORE_INLINE_LAMBDA
+#endif
+
 // The first 16 bytes of a field, zero-padded: the slot's key (with the size) and the hash's
 // input. A field that starts 16 bytes or more before the block's end is read by two
 // unaligned 8-byte loads and masked (no byte loop, no memcmp call); one near the end is
@@ -145,9 +156,17 @@ struct Head {
   std::uint64_t w0 = 0, w1 = 0;
 };
 
-inline std::uint64_t low_bytes(std::uint64_t w, std::size_t k) {   // k in 0..8
-  return k >= 8 ? w : w & ((std::uint64_t{1} << (8 * k)) - 1);
-}
+// kHeadMask[k]: the mask keeping a word's first min(k, 8) bytes (little-endian), k in 0..16;
+// a head's two masks are table loads, not branches on the field's size (sizes vary field by
+// field: a branch on them is mispredicted often).
+struct HeadMasks {
+  std::uint64_t m[17];
+  constexpr HeadMasks() : m() {
+    for (int k = 0; k <= 16; ++k)
+      m[k] = k >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * k)) - 1;
+  }
+};
+constexpr HeadMasks kHeadMask{};
 
 // Masking keeps a word's first bytes in memory only on a little-endian machine; elsewhere
 // every head is copied.
@@ -157,13 +176,14 @@ constexpr bool kLittleEndian = true;
 constexpr bool kLittleEndian = false;
 #endif
 
-inline Head head_of(const char* p, std::size_t size, const char* end) {
+DPCORE_INLINE Head head_of(const char* p, std::size_t size, const char* end) {
   Head h;
   if (kLittleEndian && end - p >= 16) {
     std::memcpy(&h.w0, p, 8);
     std::memcpy(&h.w1, p + 8, 8);
-    h.w0 = low_bytes(h.w0, size);
-    h.w1 = size > 8 ? low_bytes(h.w1, size - 8) : 0;
+    const std::size_t k = size < 16 ? size : 16;
+    h.w0 &= kHeadMask.m[k];
+    h.w1 &= kHeadMask.m[k > 8 ? k - 8 : 0];    // a conditional move
   } else {
     char tmp[16] = {};
     std::memcpy(tmp, p, std::min<std::size_t>(size, 16));
@@ -174,17 +194,32 @@ inline Head head_of(const char* p, std::size_t size, const char* end) {
 }
 
 // A 64-bit hash of a text from its head and size (and, past 16 bytes, the rest, 8 bytes at
-// a time); the table picks a slot by the top bits, so the last step mixes into them.
-inline std::uint64_t text_hash(const Head& head, const char* p, std::size_t size) {
+// a time); the table picks a slot by the top bits. A head's two words are multiplied side
+// by side (the top bits of a product depend on every bit of the word), not one after the
+// other: most fields are 16 bytes or less, and a chain of three products was the latency
+// before each lookup's load. Equal hashes are only a filter: a hit compares size and head.
+DPCORE_INLINE std::uint64_t text_hash(const Head& head, const char* p, std::size_t size,
+                                      const char* end) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
-  std::uint64_t h = (head.w0 ^ (size * 0xC2B2AE3D27D4EB4FULL)) * kMul;
-  h = (h ^ (h >> 29) ^ head.w1) * 0xBF58476D1CE4E5B9ULL;
-  for (std::size_t i = 16; i < size; i += 8) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, p + i, std::min<std::size_t>(8, size - i));
-    h = (h ^ w ^ (h >> 31)) * kMul;
+  std::uint64_t h = (head.w0 * kMul) ^ ((head.w1 + size * 0xC2B2AE3D27D4EB4FULL) *
+                                        0xBF58476D1CE4E5B9ULL);
+  if (size > 16) {
+    for (std::size_t i = 16; i < size; i += 8) {
+      // the next word of the text, zero-padded: one load and a mask where 8 bytes are
+      // readable (a variable-size copy compiled to a byte loop), else copied
+      std::uint64_t w = 0;
+      const std::size_t k = std::min<std::size_t>(8, size - i);
+      if (kLittleEndian && end - (p + i) >= 8) {
+        std::memcpy(&w, p + i, 8);
+        w &= kHeadMask.m[k];
+      } else {
+        std::memcpy(&w, p + i, k);
+      }
+      h = (h ^ w ^ (h >> 31)) * kMul;
+    }
+    h = (h ^ (h >> 32)) * kMul;
   }
-  return (h ^ (h >> 32)) * kMul;
+  return h;
 }
 
 // Distinct texts of one column: open addressing, positions in order of first sight. A slot
@@ -211,9 +246,10 @@ class TextIndex {
 
   // The head and hash of the text at p (hashed before the lookup, so a batch of fields can
   // have their slots fetched while others are looked up).
-  static Head key(const char* p, std::size_t size, const char* end, std::uint64_t* hash) {
+  DPCORE_INLINE static Head key(const char* p, std::size_t size, const char* end,
+                                std::uint64_t* hash) {
     const Head head = head_of(p, size, end);
-    *hash = text_hash(head, p, size);
+    *hash = text_hash(head, p, size, end);
     return head;
   }
 
@@ -225,12 +261,14 @@ class TextIndex {
 #endif
   }
 
-  std::int32_t position(const char* p, std::size_t size, const Head& head, std::uint64_t h) {
+  DPCORE_INLINE std::int32_t position(const char* p, std::size_t size, const Head& head,
+                                      std::uint64_t h) {
     for (std::size_t i = h >> shift_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.position < 0) return insert(slot, h, head, p, size);
-      if (slot.hash == h && slot.size == size && slot.head.w0 == head.w0 &&
-          slot.head.w1 == head.w1 &&
+      // one branch for the four words (a hit is the common case)
+      if (((slot.hash ^ h) | (slot.size ^ size) | (slot.head.w0 ^ head.w0) |
+           (slot.head.w1 ^ head.w1)) == 0 &&
           (size <= 16 || std::memcmp(texts_[std::size_t(slot.position)].data() + 16,
                                      p + 16, size - 16) == 0))
         return slot.position;
@@ -245,6 +283,10 @@ class TextIndex {
     Head head;
   };
 
+  // out of line: a text is new once a file, found many times
+#if defined(__GNUC__) || defined(__clang__)
+  __attribute__((noinline))
+#endif
   std::int32_t insert(Slot& slot, std::uint64_t h, const Head& head, const char* p,
                       std::size_t size) {
     if (texts_.size() >= std::size_t(std::numeric_limits<std::int32_t>::max()))
@@ -362,7 +404,7 @@ struct IntegerSteps {
   // The field's code, or -1 when it is not such an integer or lies outside the steps (it
   // is then looked up as a text). At most 18 digits: no overflow, and the value is exact in
   // a double, so the caller's encoder (which parses floats) saw the same number.
-  std::int32_t code(const char* p, std::size_t size) const {
+  DPCORE_INLINE std::int32_t code(const char* p, std::size_t size) const {
     const std::size_t sign = size > 0 && p[0] == '-' ? 1 : 0;
     const std::size_t digits = size - sign;
     if (digits == 0 || digits > 18) return -1;
@@ -499,7 +541,8 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
     filled = 0;
   };
   // The field [s, s + size) of the current line, column j.
-  auto emit = [&](std::size_t j, std::size_t s, std::size_t size, std::size_t line) {
+  auto emit = [&](std::size_t j, std::size_t s, std::size_t size,
+                  std::size_t line) DPCORE_INLINE_LAMBDA {
     if (line >= lines_guess)                    // the rows were sized by the line count
       throw InvalidArgument("the CSV block changed while it was being split (more lines "
                             "than counted)");
@@ -527,7 +570,7 @@ CsvSplit split_lines(std::string_view data, char sep, std::vector<TextIndex>& in
   // One field end at e (a delimiter, or a line feed: line_end; e == n: the last line's
   // missing end). Returns false, with `status` set, at an empty line or a ragged one.
   CsvSplit status = CsvSplit::kPlain;
-  auto field_end = [&](std::size_t e, bool line_end) -> bool {
+  auto field_end = [&](std::size_t e, bool line_end) DPCORE_INLINE_LAMBDA -> bool {
     if (!line_end) {
       if (field + 1 >= columns) {               // more fields than columns
         *row = line;

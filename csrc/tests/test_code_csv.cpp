@@ -1,6 +1,7 @@
 // Unit tests for CodeCsvFormat (codes straight to CSV rows): texts by code with their
 // delimiters and line ends, drawn integers lo + floor(u * width) at the extremes, any code
-// dtype and strides, and the refusals (a code past its texts, a short buffer, bad bins).
+// dtype and strides, the refusals (a code past its texts, a short buffer, bad bins), and
+// the drawn values' sums on both sides of 2^53.
 #include "dpcore/code_csv.hpp"
 
 #include <cmath>
@@ -72,8 +73,35 @@ static void test_refusals() {
   CHECK_THROWS(CodeCsvFormat({uneven}, ",", "\n"), InvalidArgument);
 }
 
+// A drawn value is lo + floor(u * width) in doubles, as NumPy computes it. Where the bins'
+// bounds are integers within 2^53 the writer sums in integers (exact there); past 2^53 or
+// with a fractional lo it keeps the double sum, whose rounding the integer sum would miss.
+static void test_drawn_sums() {
+  const double big = 9007199254740992.0;     // 2^53
+  const std::vector<double> los = {-5.0, 0.0, big - 8.0, big, 3.0 * big, -3.0 * big, 0.5, -2.5};
+  const std::vector<double> widths = {1.0, 7.0, 100000.0, 1e15, 4.0 * big};
+  const std::vector<double> us = {0.0, 0.25, 0.5, 0.999999, 1.0 - std::ldexp(1.0, -53)};
+  for (double lo : los)
+    for (double width : widths) {
+      if (!(std::fabs(lo + width) < std::ldexp(1.0, 62))) continue;
+      CodeFieldFormat drawn;
+      drawn.texts = {""};
+      drawn.lo = {lo};
+      drawn.width = {width};
+      CodeFieldFormat tail;
+      tail.texts = {"x"};
+      const CodeCsvFormat f({drawn, tail}, ",", "\n");
+      for (double u : us) {
+        const double value = lo + std::floor(u * width);
+        const std::string want = std::to_string(static_cast<long long>(value)) + ",x\n";
+        CHECK(run(f, {0, 0}, 1, {&u}) == want);
+      }
+    }
+}
+
 int main() {
   test_rows();
   test_refusals();
+  test_drawn_sums();
   return dpcore_test::report();
 }

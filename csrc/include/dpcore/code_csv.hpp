@@ -48,7 +48,7 @@ class CodeCsvFormat {
 
  private:
   struct Column {
-    std::size_t first = 0;    // its first text in offsets_
+    std::size_t first = 0;    // its first text in texts_
     std::size_t codes = 0;    // texts (every code < codes is valid)
     std::size_t drawn = 0;    // codes below this are drawn
     std::size_t draw = 0;     // which uniform array (drawn columns)
@@ -57,12 +57,21 @@ class CodeCsvFormat {
     // end) is text values + (v - low), for low <= v < low + span (no integer formatting)
     std::int64_t low = 0, span = 0;
     std::size_t values = 0;
+    // every bin's lo is an integer and lo, lo + width lie in [-2^53, 2^53]: lo + t is exact
+    // in doubles, so the value is the integer sum ilo_[b] + t (no round trip through a double)
+    bool exact = false;
   };
   static constexpr std::int64_t kMaxSpan = 4096;
   std::vector<Column> columns_;
   std::string bytes_;                    // each text with its delimiter / line end, padded
-  std::vector<std::size_t> offsets_;     // text k: bytes_[offsets_[k], offsets_[k + 1] - kSlack)
+  // text k: bytes_[texts_[k].at, + texts_[k].size) (followed by kSlack padding bytes); one
+  // load a field, where two neighbouring offsets took two and a subtraction
+  struct Text {
+    std::size_t at, size;
+  };
+  std::vector<Text> texts_;
   std::vector<double> lo_, width_;
+  std::vector<std::int64_t> ilo_;        // lo_ as integers (exact columns)
   std::string sep_, eol_;
   std::size_t drawn_ = 0, max_row_ = 0;
 };

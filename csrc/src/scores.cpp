@@ -62,21 +62,31 @@ DPCORE_VECTOR_KERNEL bool l1_segment(const std::int64_t* __restrict cells,
 
 }  // namespace
 
-double max_abs_finite(const double* v, std::uint64_t n) {
-  // |x| <= top for every finite x; NaN and ±inf are caught by one check of the sum of |x| - |x|
-  // (NaN for them, 0 otherwise) so the loop stays a plain vectorisable max.
+namespace {
+
+// The largest |x| of v, or +inf when some value is NaN or ±inf: |x| <= top for every finite
+// x, and NaN and ±inf are caught by one check of the sum of |x| - |x| (NaN for them, 0
+// otherwise), so the loop stays a plain vectorisable max over 8 lanes. kStore: each value
+// also stored into dst (the curator's copy of a 2.6M-cell reference and its range check
+// were two passes over the source).
+template <bool kStore>
+double scan_max_abs(const double* __restrict v, double* __restrict dst, std::uint64_t n) {
   double lanes[8] = {};
   double bad[8] = {};
   std::uint64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int j = 0; j < 8; ++j) {
-      const double a = std::fabs(v[i + j]);
+      const double x = v[i + j];
+      if constexpr (kStore) dst[i + j] = x;
+      const double a = std::fabs(x);
       lanes[j] = a > lanes[j] ? a : lanes[j];
       bad[j] += a - a;
     }
   double top = 0.0, flag = 0.0;
   for (; i < n; ++i) {
-    const double a = std::fabs(v[i]);
+    const double x = v[i];
+    if constexpr (kStore) dst[i] = x;
+    const double a = std::fabs(x);
     top = a > top ? a : top;
     flag += a - a;
   }
@@ -87,34 +97,15 @@ double max_abs_finite(const double* v, std::uint64_t n) {
   return flag == 0.0 ? top : std::numeric_limits<double>::infinity();
 }
 
+}  // namespace
+
+double max_abs_finite(const double* v, std::uint64_t n) {
+  return scan_max_abs<false>(v, nullptr, n);
+}
+
 double copy_max_abs_finite(const double* __restrict src, double* __restrict dst,
                            std::uint64_t n) {
-  // max_abs_finite's loop, each value also stored: the curator's copy of a 2.6M-cell reference
-  // and its range check were two passes over the source
-  double lanes[8] = {};
-  double bad[8] = {};
-  std::uint64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) {
-      const double x = src[i + j];
-      dst[i + j] = x;
-      const double a = std::fabs(x);
-      lanes[j] = a > lanes[j] ? a : lanes[j];
-      bad[j] += a - a;
-    }
-  double top = 0.0, flag = 0.0;
-  for (; i < n; ++i) {
-    const double x = src[i];
-    dst[i] = x;
-    const double a = std::fabs(x);
-    top = a > top ? a : top;
-    flag += a - a;
-  }
-  for (int j = 0; j < 8; ++j) {
-    top = lanes[j] > top ? lanes[j] : top;
-    flag += bad[j];
-  }
-  return flag == 0.0 ? top : std::numeric_limits<double>::infinity();
+  return scan_max_abs<true>(src, dst, n);
 }
 
 void grid_l1(const std::int64_t* cells, const double* ref, std::uint64_t n, double grid,

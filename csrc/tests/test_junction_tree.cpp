@@ -271,10 +271,35 @@ static void test_pair_passes_split_and_share() {
 // sizes, separators of 0-3 attributes, extra attributes, keeps in any order, zero and -0.0
 // cells; and a layout the fused path does not take (q's separator not leading r) and a keep
 // outside the product (the same error).
+// A factor over attrs (sizes from shape): zeros, uniform values and, with signed_zero, -0.0.
+static Factor mixed_factor(const std::vector<AttrId>& attrs,
+                           const std::vector<std::int64_t>& shape, std::mt19937_64& rng,
+                           bool signed_zero) {
+  std::uniform_int_distribution<int> coin(0, 3);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<std::int64_t> s;
+  for (AttrId a : attrs) s.push_back(shape[std::size_t(a)]);
+  Factor f(attrs, s, 0.0);
+  for (double& v : f.values()) {
+    const int c = coin(rng);
+    v = c == 0 ? 0.0 : (c == 1 && signed_zero) ? -0.0 : unit(rng);
+  }
+  return f;
+}
+
+// product_projected(q, r, keep) against multiply(q, r).project(keep), bit for bit.
+static void check_product_projected(const Factor& q, const Factor& r,
+                                    const std::vector<AttrId>& keep) {
+  const Factor want = multiply(q, r).project(keep);
+  const Factor got = product_projected(q, r, keep);
+  CHECK(got.attrs() == want.attrs());
+  CHECK(got.size() == want.size() &&
+        std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+}
+
 static void test_product_projected_is_multiply_then_project() {
   std::mt19937_64 rng(11);
   std::uniform_int_distribution<int> size(1, 4), count(0, 3), coin(0, 3);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (int trial = 0; trial < 400; ++trial) {
     const int nsep = count(rng), nextra = count(rng);
     std::vector<AttrId> sep, extra;
@@ -287,26 +312,12 @@ static void test_product_projected_is_multiply_then_project() {
     std::vector<AttrId> qa{0}, ra = sep;
     qa.insert(qa.end(), sep.begin(), sep.end());
     ra.insert(ra.end(), extra.begin(), extra.end());
-    auto fill = [&](const std::vector<AttrId>& attrs) {
-      std::vector<std::int64_t> s;
-      for (AttrId a : attrs) s.push_back(shape[std::size_t(a)]);
-      Factor f(attrs, s, 0.0);
-      for (double& v : f.values()) {
-        const int c = coin(rng);
-        v = c == 0 ? 0.0 : c == 1 ? -0.0 : unit(rng);
-      }
-      return f;
-    };
-    const Factor q = fill(qa), r = fill(ra);
+    const Factor q = mixed_factor(qa, shape, rng, true), r = mixed_factor(ra, shape, rng, true);
     std::vector<AttrId> keep{0};
     for (AttrId a : ra)
       if (coin(rng) < 2) keep.push_back(a);
     std::shuffle(keep.begin(), keep.end(), rng);
-    const Factor want = multiply(q, r).project(keep);
-    const Factor got = product_projected(q, r, keep);
-    CHECK(got.attrs() == want.attrs());
-    CHECK(got.size() == want.size() &&
-          std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+    check_product_projected(q, r, keep);
   }
   // Larger products: the plain keep (a, then r's extra attributes in order; summed in
   // loops of its own when the sweep is one slice) and products of 2^16 cells and more with
@@ -324,14 +335,7 @@ static void test_product_projected_is_multiply_then_project() {
     std::vector<AttrId> qa{0}, ra = sep;
     qa.insert(qa.end(), sep.begin(), sep.end());
     ra.insert(ra.end(), extra.begin(), extra.end());
-    auto fill = [&](const std::vector<AttrId>& attrs) {
-      std::vector<std::int64_t> s;
-      for (AttrId a : attrs) s.push_back(shape[std::size_t(a)]);
-      Factor f(attrs, s, 0.0);
-      for (double& v : f.values()) v = coin(rng) == 0 ? 0.0 : unit(rng);
-      return f;
-    };
-    const Factor q = fill(qa), r = fill(ra);
+    const Factor q = mixed_factor(qa, shape, rng, false), r = mixed_factor(ra, shape, rng, false);
     std::vector<AttrId> keep{0};
     if (trial % 2 == 0) {
       keep.insert(keep.end(), extra.begin(), extra.end());   // the plain layout
@@ -340,11 +344,7 @@ static void test_product_projected_is_multiply_then_project() {
         if (coin(rng) < 2) keep.push_back(a);
       std::shuffle(keep.begin(), keep.end(), rng);
     }
-    const Factor want = multiply(q, r).project(keep);
-    const Factor got = product_projected(q, r, keep);
-    CHECK(got.attrs() == want.attrs());
-    CHECK(got.size() == want.size() &&
-          std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+    check_product_projected(q, r, keep);
   }
   // r with the separator not leading: the general path, the same numbers
   const std::vector<std::int64_t> shape{2, 3, 2};

@@ -15,8 +15,14 @@ from hypothesis import given, settings, strategies as st
 
 from dpcore import _core
 
-# few letters: many texts share prefixes, so a wrong mask would merge or split them
-_TEXT = st.text(alphabet="ab-é", min_size=0, max_size=40)
+# few letters: many texts share prefixes, so a wrong mask would merge or split them; and a
+# stem with one byte changed at any index 0..40 (review 17c: a head keeping 15 of 16 bytes
+# merged texts differing at byte 15, which random letters almost never reached)
+_STEM = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEF"
+_TEXT = st.one_of(
+    st.text(alphabet="ab-é", min_size=0, max_size=40),
+    st.tuples(st.integers(1, 41), st.integers(0, 40)).map(
+        lambda t: _STEM[:t[0]][:t[1]] + "_" + _STEM[:t[0]][t[1] + 1:]))
 
 
 def _python_split(lines: list[list[str]]) -> list[tuple[list[int], list[str]]]:
@@ -60,9 +66,11 @@ def _reference(lo, width, codes, u):
     return out
 
 
-# integer bounds within 2^53 (the writer's exact path: the sum in integers), and any
+# integer bounds within 2^53 (the writer's exact path: the sum in integers), integers just
+# past it (the double path: review 17c found the |lo| <= 2^53 condition untested), and any
 # doubles up to 2^62 (the sum in doubles, as NumPy's)
 _BOUND = st.one_of(st.integers(-(2 ** 53), 2 ** 53).map(float),
+                   st.sampled_from([-(2.0 ** 53) - 2, 2.0 ** 53 + 2, -(2.0 ** 54), 2.0 ** 54]),
                    st.floats(-(2.0 ** 62) + 2 ** 11, 2.0 ** 62 - 2 ** 11, allow_nan=False))
 _WIDTH = st.one_of(st.integers(1, 2 ** 40).map(float), st.floats(1.0, 2.0 ** 62))
 
@@ -87,3 +95,18 @@ def test_drawn_values_are_numpys_floor(bins, data):
     size = fmt.format(rows, [u], buffer)
     got = bytes(buffer[:size]).decode().splitlines()
     assert got == [f + ",x" for f in _reference(lo, width, codes, u)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.integers(1, 1100), columns=st.integers(1, 5), data=st.data())
+def test_gather_codes_is_numpys_take(rows, columns, data):
+    """gather_codes works in tiles of 256 rows (review 17c: a tile dropping its last row was
+    caught only indirectly): every row and column, around the tile edges, against NumPy."""
+    sizes = data.draw(st.lists(st.integers(1, 300), min_size=columns, max_size=columns))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    positions = [rng.integers(0, k, rows).astype(np.int32) for k in sizes]
+    tables = [rng.integers(0, 250, k).astype(np.int64) for k in sizes]
+    out = np.zeros((rows, columns), dtype=np.uint8)
+    _core.gather_codes(positions, tables, [False] * columns, out)
+    want = np.stack([t[p] for t, p in zip(tables, positions)], axis=1)
+    assert np.array_equal(out, want)

@@ -4,9 +4,11 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <functional>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "dpcore/errors.hpp"
 
@@ -61,15 +63,41 @@ std::string signatures(const std::string& full) {
 }
 
 // numpy's forcecast would turn a complex array into its real part (with only a warning) and a
-// string or object array into whatever float() makes of it: refuse them by type up front.
-void check_array_dtypes(const py::args& args, const py::kwargs& kwargs, const std::string& name,
-                        std::size_t skip) {
-  auto check = [&name](py::handle value, const std::string& which) {
-    if (!py::isinstance<py::array>(value)) return;
-    const char kind = py::reinterpret_borrow<py::array>(value).dtype().kind();
-    if (std::string("biuf").find(kind) == std::string::npos)
-      raise_type_error(name + "(): " + which + " must be a real numeric array, got dtype " +
-                       std::string(py::str(value.attr("dtype"))));
+// string or object array into whatever float() makes of it: refuse them by type up front. A
+// misaligned array (an offset view of a buffer) is refused too: pybind11 passes it through
+// uncopied, and the kernels read and write whole values where the compiler may assume their
+// alignment (undefined behaviour; a fault where a vector load demands it). Arrays inside a
+// list or tuple argument, to a depth of three (gather_codes' columns, calibrate's (clique,
+// potential) pairs), are checked the same way.
+void check_arrays(const py::args& args, const py::kwargs& kwargs, const std::string& name,
+                  std::size_t skip) {
+  // path: the indices into the argument, named only when a check fails (a call's lists can
+  // hold thousands of items)
+  std::vector<std::size_t> path;
+  auto where = [&](const std::string& which) {
+    std::string out = name + "(): " + which;
+    for (std::size_t i : path) out += "[" + std::to_string(i) + "]";
+    return out;
+  };
+  std::function<void(py::handle, const std::string&)> check = [&](py::handle value,
+                                                                   const std::string& which) {
+    if (py::isinstance<py::array>(value)) {
+      const auto array = py::reinterpret_borrow<py::array>(value);
+      if (std::string("biuf").find(array.dtype().kind()) == std::string::npos)
+        raise_type_error(where(which) + " must be a real numeric array, got dtype " +
+                         std::string(py::str(value.attr("dtype"))));
+      if (!(array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
+        throw dpcore::InvalidArgument(where(which) +
+                                      " must be an aligned array (an offset view of a buffer "
+                                      "is not; a copy is)");
+    } else if (path.size() < 3 && (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value))) {
+      path.push_back(0);
+      for (py::handle item : value) {
+        check(item, which);
+        ++path.back();
+      }
+      path.pop_back();
+    }
   };
   for (std::size_t i = skip; i < args.size(); ++i)
     check(args[i], "argument " + std::to_string(i - skip + 1));
@@ -83,7 +111,7 @@ void check_array_dtypes(const py::args& args, const py::kwargs& kwargs, const st
 py::cpp_function guarded(py::object f, const std::string& name, py::handle cls) {
   const std::size_t skip = cls ? 1 : 0;  // a method's self is not an argument to report
   auto call = [f, name, skip](const py::args& args, const py::kwargs& kwargs) -> py::object {
-    check_array_dtypes(args, kwargs, name, skip);
+    check_arrays(args, kwargs, name, skip);
     try {
       return f(*args, **kwargs);
     } catch (py::error_already_set& e) {

@@ -24,9 +24,11 @@ HUGE_INTS = [-1, -(2**31) - 1, 2**31, 2**32, 2**63 - 1, 2**63, 2**64, 2**70, -(2
 
 @st.composite
 def hostile_arrays(draw):
-    """Arrays of every awkward kind: dtypes, 0-d, empty, non-contiguous, broadcast, NaN."""
+    """Arrays of every awkward kind: dtypes, 0-d, empty, non-contiguous, broadcast, NaN,
+    misaligned."""
     kind = draw(st.sampled_from(["float", "int", "bool", "complex", "object", "str", "0d",
-                                 "empty", "strided", "transposed", "broadcast", "nan"]))
+                                 "empty", "strided", "transposed", "broadcast", "nan",
+                                 "misaligned"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     shape = tuple(draw(st.lists(st.integers(0, 4), min_size=1, max_size=3)))
     base = rng.standard_normal(shape)
@@ -43,6 +45,9 @@ def hostile_arrays(draw):
         "transposed": rng.standard_normal(shape[::-1]).T,
         "broadcast": np.broadcast_to(np.float64(0.5), (1 << 16,) + shape[1:]),
         "nan": np.full(shape, np.nan),
+        # an offset view of a buffer: float64 values one byte off their alignment
+        "misaligned": np.frombuffer(bytearray(base.nbytes + 1), np.float64, base.size,
+                                    1).reshape(shape),
     }[kind]
 
 
@@ -621,45 +626,6 @@ FUZZ = settings(max_examples=25, deadline=None, database=None,
 @given(data=st.data())
 def test_binding_returns_a_result_or_a_dpcore_error(name, data):
     data.draw(CASES[name], label=name)()
-
-
-def test_former_crashes_are_typed_errors_in_a_fresh_process():
-    """The calls that used to segfault or read garbage, run where a crash cannot take pytest
-    down: each must raise the named dpcore error."""
-    script = textwrap.dedent("""
-        import numpy as np
-        from dpcore import _core, errors
-        t = _core.JunctionTree([2, 3, 4], [[0, 1], [1, 2]])
-        calls = [
-            (lambda: t.parent(10**9), errors.InvalidArgumentError),
-            (lambda: t.parent(99), errors.InvalidArgumentError),
-            (lambda: t.separator(-1), errors.InvalidArgumentError),
-            (lambda: t.containing_clique([7]), errors.InvalidArgumentError),
-            (lambda: t.parent("0"), errors.DpcoreTypeError),
-            (lambda: _core.sample_group(np.array([np.nan, 1.0]), 3, "round", 1),
-             errors.InvalidArgumentError),
-            (lambda: _core.sample_group(np.array([-1.0, 2.0]), 3, "sample", 1),
-             errors.InvalidArgumentError),
-            (lambda: _core.sample_group(np.zeros(3), 3, "round", 1), errors.InvalidArgumentError),
-            (lambda: _core.sample_group(np.array([1.0]), 2**62, "round", 1),
-             errors.TableTooLargeError),
-            (lambda: t.calibrate([]).sample(2**62, "round", 1), errors.TableTooLargeError),
-            (lambda: _core.fit(None, [], [], 1.0, 0.0, None, [], 1, 0.0, 1.0, False, None),
-             errors.DpcoreTypeError),
-        ]
-        for i, (fn, kind) in enumerate(calls):
-            try:
-                fn()
-            except kind as e:
-                assert "\\n" not in str(e), (i, str(e))
-            else:
-                raise AssertionError(f"call {i} did not raise {kind.__name__}")
-        print("ok")
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
 
 
 def test_gather_codes_refuses_an_out_that_is_also_its_input():

@@ -13,6 +13,11 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
         import numpy as np
         from dpcore import _core, errors
         t = _core.JunctionTree([2, 3, 4], [[0, 1], [1, 2]])
+
+        def misaligned(n, dtype=np.float64):   # an offset view of a buffer, writable
+            size = np.dtype(dtype).itemsize
+            return np.frombuffer(bytearray(n * size + 1), dtype, n, 1)
+
         calls = [
             (lambda: t.parent(10**9), errors.InvalidArgumentError),
             (lambda: t.parent(99), errors.InvalidArgumentError),
@@ -34,6 +39,14 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
             (lambda: t.calibrate([]).sample(3, "\\n", 1), errors.InvalidArgumentError),
             (lambda: _core.sample_group(np.array([1.0]), 1, "a\\rb\\x01", 1),
              errors.InvalidArgumentError),
+            # misaligned arrays, read or written in place, at the top or inside a list
+            (lambda: _core.max_abs_finite(misaligned(5)), errors.InvalidArgumentError),
+            (lambda: _core.copy_max_abs_finite(np.ones(5), misaligned(5)),
+             errors.InvalidArgumentError),
+            (lambda: t.calibrate([([0, 1], misaligned(6).reshape(2, 3))]),
+             errors.InvalidArgumentError),
+            (lambda: _core.gather_codes([misaligned(2, np.int32)], [np.arange(3)], [False],
+                                        np.zeros((2, 1), np.uint8)), errors.InvalidArgumentError),
         ]
         for i, (fn, kind) in enumerate(calls):
             try:

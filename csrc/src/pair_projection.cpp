@@ -85,11 +85,10 @@ Factor product_projected(const Factor& q, const Factor& r, const std::vector<Att
   };
   Factor result(keep, kept, 0.0);
   const StrideMap map = make_stride_map(attrs, shape, keep, kept);
-  // keep = (a, E...) in r's order: out[x, e] = Σ_s q[x, s] r[s, e]. Swept in one slice (below
-  // two grains of cells, or an output over a quarter of them: parallel_sweep's rule), the
-  // innermost runs are E's, which are kept, so marginalize adds each cell on its own in table
-  // order: the loops below, with the same products and additions in the same order.
-  const bool one_slice = map.outer_cells < 2 * kGrainCells || result.size() * 4 > map.outer_cells;
+  // keep = (a, E...) in r's order: out[x, e] = Σ_s q[x, s] r[s, e]. Where marginalize's sweep
+  // is one slice, the innermost runs are E's, which are kept, so it adds each cell on its own
+  // in table order: the loops below, with the same products and additions in the same order.
+  const bool one_slice = sweep_parts(map.outer_cells, result.size()) == 1;
   const bool plain = keep.size() == 1 + r.attrs().size() - sep && keep[0] == attrs[0] &&
                      std::equal(keep.begin() + 1, keep.end(), r.attrs().begin() + std::ptrdiff_t(sep));
   if (one_slice && plain && product.extra > 1) {

@@ -33,6 +33,15 @@ inline unsigned chunk_count(std::uint64_t n) {
       std::max<std::uint64_t>(1, std::min<std::uint64_t>(kernel_threads(), n / kGrainCells)));
 }
 
+/// Slices a sweep of n cells of table work into outputs of at most out_cells cells (the
+/// largest): one per thread (chunk_count) when every output is small next to the table, since
+/// the other threads' private copies are merged at the end, else one. Where a slice starts
+/// decides the order of a sweep's additions: a kernel that must add as a sweep does asks this
+/// rather than restating the rule.
+inline unsigned sweep_parts(std::uint64_t n, std::uint64_t out_cells) {
+  return out_cells * 4 <= n ? chunk_count(n) : 1;
+}
+
 /// Runs call(context, p) for every p < parts: part 0 on the calling thread, the others on the
 /// kernels' worker threads (all on the caller when the workers are busy with another thread's
 /// job). call must not throw.
@@ -102,9 +111,9 @@ constexpr std::uint64_t kKeptCells = std::uint64_t{1} << 20;
 /// (a malloc and free a sweep were a visible share of small-clique fits).
 template <class F>
 void parallel_sweep(std::uint64_t n, const ScatterTarget* targets, std::size_t k, F&& fn) {
-  const bool small = std::all_of(targets, targets + k,
-                                 [&](const ScatterTarget& t) { return t.cells * 4 <= n; });
-  const unsigned parts = small ? chunk_count(n) : 1;
+  std::uint64_t largest = 0;
+  for (std::size_t t = 0; t < k; ++t) largest = std::max(largest, targets[t].cells);
+  const unsigned parts = sweep_parts(n, largest);
   // The other threads' outputs: up to kKeptCells in a buffer of the calling thread kept
   // across calls (a fresh allocation of separator size each sweep cost page faults, 5% of a
   // large tree's calibration), beyond that in one of their own. Allocated here, not in the

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <string>
 
+#include "contract.hpp"
 #include "dpcore/errors.hpp"
 #include "pair_projection.hpp"
 #include "parallel.hpp"
@@ -620,8 +621,6 @@ CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
     throw InvalidArgument("calibrated tree needs one separator marginal per clique");
 }
 
-namespace {
-
 // out[keep] = Σ over the other attributes of Π parts, swept over the union of the parts'
 // attributes with one odometer, so the product over the union is never stored. The two
 // largest axes are innermost and swept as a block: the odometer's bookkeeping is paid once
@@ -796,6 +795,8 @@ void contract(const std::vector<const Factor*>& parts, Factor* out) {
     }
   }
 }
+
+namespace {
 
 using AttrSet = std::vector<AttrId>;
 

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <vector>
 
+#include "../src/contract.hpp"
 #include "../src/pair_projection.hpp"
 #include "check.hpp"
 #include "dpcore/errors.hpp"
@@ -368,6 +370,120 @@ static void test_product_projected_is_multiply_then_project() {
   CHECK_THROWS(product_projected(q, r, outside), InvalidArgument);
 }
 
+// contract()'s order of products and sums (contract.hpp), cell by cell with no layout of its
+// own: the union's axes by extent, largest last (stable), a unit axis before a lone one; the
+// outer axes in odometer order; each innermost block's products summed from 0 into an output
+// cell without that axis, or added one by one into a cell with it.
+static void plain_contract(const std::vector<const Factor*>& parts, Factor* out) {
+  std::vector<AttrId> axes;
+  std::vector<std::int64_t> extent;
+  for (const Factor* f : parts)
+    for (std::size_t i = 0; i < f->attrs().size(); ++i)
+      if (std::find(axes.begin(), axes.end(), f->attrs()[i]) == axes.end()) {
+        axes.push_back(f->attrs()[i]);
+        extent.push_back(f->shape()[i]);
+      }
+  std::vector<std::size_t> perm(axes.size());
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](std::size_t a, std::size_t b) { return extent[a] < extent[b]; });
+  std::vector<AttrId> sorted;
+  std::vector<std::int64_t> sizes;
+  for (std::size_t i : perm) {
+    sorted.push_back(axes[i]);
+    sizes.push_back(extent[i]);
+  }
+  std::fill(out->values().begin(), out->values().end(), 0.0);
+  std::vector<std::int64_t> value(16, 0);   // value[attr] at the current cell
+  auto cell = [&](const Factor& f) {
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < f.attrs().size(); ++i)
+      at = at * f.shape()[i] + value[std::size_t(f.attrs()[i])];
+    return std::size_t(at);
+  };
+  auto product = [&]() {
+    double p = parts[0]->data()[cell(*parts[0])];
+    for (std::size_t j = 1; j < parts.size(); ++j) p *= parts[j]->data()[cell(*parts[j])];
+    return p;
+  };
+  if (sorted.empty()) {
+    out->data()[0] = product();
+    return;
+  }
+  const std::size_t outer = sorted.size() - 1;
+  std::int64_t blocks = 1;
+  for (std::size_t i = 0; i < outer; ++i) blocks *= sizes[i];
+  const AttrId inner = sorted.back();
+  const bool kept = std::find(out->attrs().begin(), out->attrs().end(), inner) != out->attrs().end();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    for (std::size_t i = outer, rest = std::size_t(b); i-- > 0; rest /= std::size_t(sizes[i]))
+      value[std::size_t(sorted[i])] = std::int64_t(rest % std::size_t(sizes[i]));
+    double acc = 0.0;
+    for (std::int64_t t = 0; t < sizes.back(); ++t) {
+      value[std::size_t(inner)] = t;
+      if (kept) out->data()[cell(*out)] += product();
+      else acc += product();
+    }
+    if (!kept) out->data()[cell(*out)] += acc;
+  }
+}
+
+// A factor whose values span 2^-20 to 2^20 (and zeros, -0.0): sums of its products round
+// differently in almost any other order, where values of one scale often round alike.
+static Factor scaled_factor(const std::vector<AttrId>& attrs,
+                            const std::vector<std::int64_t>& shape, std::mt19937_64& rng) {
+  Factor f = mixed_factor(attrs, shape, rng, true);
+  std::uniform_int_distribution<int> scale(-1, 1);
+  for (double& v : f.values()) v = std::ldexp(v, 20 * scale(rng));
+  return f;
+}
+
+// contract() against plain_contract, bit for bit: one to three parts over random subsets of
+// six attributes in random orders (tied extents, scalars, signed zeros), outputs over any
+// subset in any order, so that the tables it copies into its sweep's order, its fused loops
+// for two parts and its output copy are each taken.
+static void test_contract_sums_in_its_stated_order() {
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<int> coin(0, 2), nparts(1, 3);
+  int compared = 0;
+  for (int small = 0; small < 2; ++small) {
+    std::uniform_int_distribution<int> size(1, small == 0 ? 4 : 12);
+    for (int trial = 0; trial < (small == 0 ? 2000 : 400); ++trial) {
+      std::vector<std::int64_t> shape(6);
+      for (auto& n : shape) n = size(rng);
+      std::vector<Factor> parts;
+      std::vector<AttrId> all;
+      double cells = 1.0;
+      for (int j = nparts(rng); j > 0; --j) {
+        std::vector<AttrId> attrs{0, 1, 2, 3, 4, 5};
+        std::shuffle(attrs.begin(), attrs.end(), rng);
+        attrs.resize(std::size_t(std::uniform_int_distribution<int>(0, 4)(rng)));
+        for (AttrId a : attrs)
+          if (std::find(all.begin(), all.end(), a) == all.end()) {
+            all.push_back(a);
+            cells *= double(shape[std::size_t(a)]);
+          }
+        parts.push_back(scaled_factor(attrs, shape, rng));
+      }
+      if (cells > double(1 << 18)) continue;   // the plain sweep is one cell at a time
+      std::vector<AttrId> keep;
+      for (AttrId a : all)
+        if (coin(rng) == 0) keep.push_back(a);
+      std::shuffle(keep.begin(), keep.end(), rng);
+      std::vector<std::int64_t> kept_shape;
+      for (AttrId a : keep) kept_shape.push_back(shape[std::size_t(a)]);
+      std::vector<const Factor*> refs;
+      for (const Factor& f : parts) refs.push_back(&f);
+      Factor got(keep, kept_shape, 7.0), want(keep, kept_shape, 7.0);
+      contract(refs, &got);
+      plain_contract(refs, &want);
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+      ++compared;
+    }
+  }
+  CHECK(compared > 2000);   // few products are over the plain sweep's limit
+}
+
 int main() {
   test_sizes_by_hand();
   test_hypothetical_size_matches_built_tree();
@@ -377,5 +493,6 @@ int main() {
   test_clique_indices_checked();
   test_pair_passes_split_and_share();
   test_product_projected_is_multiply_then_project();
+  test_contract_sums_in_its_stated_order();
   return dpcore_test::report();
 }

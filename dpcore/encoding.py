@@ -248,15 +248,53 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
     return codes
 
 
+#: Doubles hold every integer of magnitude below 2^53, no integer beside one beyond it.
+_EXACT_BELOW = 2.0 ** 53
+
+
+def _exact_integers(col: Column, raws: np.ndarray, parsed: np.ndarray) -> None:
+    """An integer or code column judged on the integers and texts given, not on the doubles
+    they round to (``parsed``, changed in place so that the checks that follow refuse or clip
+    them): a text whose fraction its double lost (``2^52 + 0.5``, ``1.0000000000000001``)
+    becomes a non-integer, and an integer past a bound its double lands on (``2^53 + 1`` onto
+    an upper bound of ``2^53``) is moved past the bound."""
+    whole = np.isfinite(parsed) & (parsed == np.floor(np.nan_to_num(parsed)))
+    large = whole & (np.abs(parsed) >= _EXACT_BELOW)
+    if raws.dtype == object:      # texts with a point or an exponent can hide a fraction
+        large |= whole & np.fromiter((isinstance(u, str) and ("." in u or "e" in u or "E" in u)
+                                      for u in raws), bool, len(raws))
+    lower, upper = (0, col.size - 1) if isinstance(col, CodeColumn) else (col.lower, col.upper)
+    for k in np.flatnonzero(large).tolist():
+        raw = raws[k]
+        if isinstance(raw, str):
+            exact = Decimal(raw)      # the plain decimal grammar (parsed is finite): exact
+        elif isinstance(raw, (int, np.integer)) and not isinstance(raw, (bool, np.bool_)):
+            exact = Decimal(int(raw))
+        else:
+            continue                   # a double is the value it holds
+        if exact != exact.to_integral_value():
+            parsed[k] = 0.5
+        elif exact > Decimal(upper):   # the next integer double past the bound
+            parsed[k] = max(float(upper) + 1, np.nextafter(float(upper), math.inf))
+        elif exact < Decimal(lower):
+            parsed[k] = min(float(lower) - 1, np.nextafter(float(lower), -math.inf))
+
+
 def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: int,
                    debug: bool) -> np.ndarray:
+    integral = isinstance(col, CodeColumn) or getattr(col, "integer", False)
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
             series.dtype) and not pd.api.types.is_complex_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        if integral and series.dtype.kind in "iu" and len(values) and (
+                np.abs(values).max() >= _EXACT_BELOW):
+            _exact_integers(col, series.to_numpy(), values)
     else:       # texts, objects, and complex numbers (each then not a number: refused)
         index, uniques = _factorize(series)
-        parsed = np.append(_numbers_of(uniques), math.nan)
-        values = parsed[index]  # index -1 (NA) picks the trailing NaN
+        parsed = _numbers_of(uniques)
+        if integral:
+            _exact_integers(col, uniques, parsed)
+        values = np.append(parsed, math.nan)[index]  # index -1 (NA) picks the trailing NaN
     bad = ~missing & ~np.isfinite(values)
     if bad.any():
         i = _first(bad)

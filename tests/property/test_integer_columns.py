@@ -3,6 +3,8 @@ value (:func:`dpcore.encoding._encode_integers`): the same codes, and the same e
 row), as encoding every value on its own, for dense and sparse ranges and every column kind."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,3 +76,63 @@ def test_a_long_column_takes_the_distinct_value_path_and_agrees():
     bad.iloc[31_337] = 5000
     with pytest.raises(EncodingError, match="row 31338: .*above the upper bound"):
         _encode_integers(col, bad, [], 0, False)
+
+
+# Integer columns whose bounds lie where doubles are 1 or more apart (2^52 on; the schema
+# holds integer bounds within +-2^53)
+LARGE = [2 ** 52, 2 ** 52 + 7, 2 ** 53 - 1, 2 ** 53]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(LARGE), st.booleans(), st.integers(-4, 4), st.sampled_from(["", ".5", ".25"]),
+       st.sampled_from(["int64", "text", "object"]), st.booleans())
+def test_large_integers_are_checked_exactly(bound, negative, delta, fraction, kind, clip):
+    """An integer column's value is refused when it is not an integer or lies outside the
+    bounds, judged on the integer or text given, not on the double it rounds to (2^53 + 1
+    rounded onto an upper bound of 2^53 was accepted; 2^52 + 0.5 onto an integer)."""
+    sign = -1 if negative else 1
+    lower, upper = (-bound, 0) if negative else (0, bound)
+    col = Schema.from_dict({"columns": {"x": {
+        "type": "numeric", "lower": lower, "upper": upper, "bins": 4, "integer": True,
+        "out_of_bounds": "clip" if clip else "error"}}}).columns[0]
+    whole = sign * bound + delta
+    if kind != "text":   # an integer holds no fraction
+        fraction = ""
+    text = f"{whole}{fraction}" if whole >= 0 or not fraction else f"-{-whole}{fraction}"
+    value = {"int64": np.int64(whole), "text": text, "object": whole}[kind]
+    series = pd.Series([5 * sign, value], dtype=np.int64 if kind == "int64" else object)
+    try:
+        codes = _encode_column(col, series, [], 0, False).tolist()
+    except EncodingError as err:
+        assert err.row == 2
+        if fraction:
+            assert "not an integer" in str(err)
+        else:
+            assert not lower <= whole <= upper and not clip and "bound" in str(err)
+        return
+    assert not fraction and (clip or lower <= whole <= upper)
+    top = 3 if whole >= upper else 0 if whole <= lower else None   # clipped or at a bound
+    if top is not None:
+        assert codes[1] == top
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 90), st.integers(0, 25), st.sampled_from(["", "0", "1", "5"]),
+       st.sampled_from(["", "e0", "e1", "E-1", "e+2"]), st.sampled_from(["clipped", "code"]))
+def test_integer_texts_are_read_exactly(whole, zeros, digit, exponent, name):
+    """A text in an integer or code column is an integer when its decimal is, however close
+    to one its double is: '1.0000000000000001' was read as 1 (the double loses the digit)."""
+    col = next(c for c in SCHEMA.columns if c.name == name)
+    text = f"{whole}.{'0' * zeros}{digit}{exponent}"
+    exact = Decimal(text)
+    series = pd.Series(["3", text], dtype=object)
+    try:
+        codes = _encode_column(col, series, [], 0, False).tolist()
+    except EncodingError as err:
+        assert err.row == 2
+        assert exact != exact.to_integral_value() or not 0 <= exact <= (90 if name == "clipped" else 29) \
+            and name == "code"
+        return
+    assert exact == exact.to_integral_value()
+    if name == "code":
+        assert codes[1] == int(exact)

@@ -486,6 +486,7 @@ def _check(data, reasons, state, promise, torn):
     run = None          # the open run's opening `what`
     run_spent = sympy.Integer(0)
     outside = 0
+    cut_at = None       # a repair inside an open run: the run was cut off there
     for i, entry in enumerate(entries):
         where = f"entry {i}"
         problems_before = len(reasons)
@@ -495,6 +496,14 @@ def _check(data, reasons, state, promise, torn):
             reasons.append(f"{where}: seq is not {i} (entry removed or reordered)")
         kind = entry["kind"]
         what = entry["what"]
+        # A repair is written when a torn file is continued, and a run still open then was
+        # cut off: the continuing process closes it as interrupted before anything else
+        # (PrivacyFilter.resume), or is itself cut off and repaired again.
+        if cut_at is not None and kind != "repair" and not (
+                kind == "close" and isinstance(what, dict) and what.get("status") == "interrupted"):
+            reasons.append(f"{where}: the run cut off at the repair in entry {cut_at} goes on "
+                           "(a continued ledger closes it as interrupted first)")
+        cut_at = None
         recorded = _parse_number(f"{where}.rho", entry["rho"])
         if kind in ("open", "close"):
             if entry["event"] is not None or recorded != 0:
@@ -552,6 +561,8 @@ def _check(data, reasons, state, promise, torn):
                     reasons.append(f"{where}: run {run.get('run')} spends more than the rho its "
                                    "opening entry allowed")
         elif kind == "repair":
+            if run is not None:
+                cut_at = i
             if entry["event"] is not None or recorded != 0:
                 reasons.append(f"{where}: a repair must have no event and rho 0")
             if not isinstance(what, dict) or set(what) != {"dropped_bytes", "dropped_sha256"} \

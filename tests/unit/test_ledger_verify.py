@@ -468,3 +468,26 @@ def test_a_failed_run_among_many_is_always_listed_and_run_ids_are_in_order(tmp_p
     opening["what"]["run"] = 7
     _rechain(forged)
     _fails(forged, r"the run is numbered 7, not 3")
+
+
+def test_a_repair_inside_a_run_is_followed_by_its_interrupted_close(honest):
+    """A repair entry is written only when a torn file is continued, and the continuing process
+    closes a run left open as interrupted before anything else: a repair in the middle of a
+    run that goes on (a forged note of a crash) fails; the real sequences pass."""
+    repair = {"seq": 0, "kind": "repair", "what": {"dropped_bytes": 7, "dropped_sha256": "0" * 64},
+              "event": None, "rho": "0", "rho_total": "0", "prev_hash": "", "hash": ""}
+    doc = json.loads(json.dumps(honest))
+    doc["entries"].insert(2, dict(repair))
+    _fails(_rechain(doc), "cut off at the repair in entry 2")
+    # what resume writes: the repair, then the open run closed as interrupted (twice over
+    # when the first continuation was itself torn), or a repair between runs
+    run = {"run": doc["entries"][0]["what"]["run"], "status": "interrupted", "reason": "cut"}
+    close = {**repair, "kind": "close", "what": run}
+    for tail in ([repair], [repair, close], [repair, dict(repair), close]):
+        doc = json.loads(json.dumps(honest))
+        doc["entries"][2:] = json.loads(json.dumps(tail))
+        report = verify_ledger(_rechain(doc))
+        assert report.status != "fail", report.reasons
+    doc = json.loads(json.dumps(honest))
+    doc["entries"].append(dict(repair))
+    assert verify_ledger(_rechain(doc)).status == "pass"

@@ -20,9 +20,6 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // Runs shorter than this are cheaper through one index entry a cell (measured on the
 // bench/inference.py trees: 8 and 32 were slower, 2 much slower).
 constexpr std::uint64_t kMinRun = 16;
-// Cliques up to this many cells (half a megabyte, within a core's L2 cache) keep E between
-// the sweeps.
-constexpr std::uint64_t kStoreCells = std::uint64_t{1} << 16;
 
 // A run-structured index as kernels see it: run r covers cells [r * run, (r + 1) * run) and
 // maps them to sub-table cells bases[r] + t * kStep.
@@ -405,8 +402,6 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   offset_.resize(k);
   logged_.resize(k);
   scale_.resize(k);
-  stored_.resize(k);
-  held_.resize(k);
   sep_marginal_.resize(k);
   clique_queries_.resize(k);
   std::vector<std::vector<int>> clique_potentials(k);
@@ -606,15 +601,14 @@ void Calibrator::product(int c, double* e, std::uint64_t lo, std::uint64_t hi) c
   if (first) std::fill(e, e + (hi - lo), 1.0);
 }
 
-void Calibrator::sweep_up(int c, bool store) {
+void Calibrator::sweep_up(int c) {
   const auto ci = std::size_t(c);
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
   with_index(up, [&](auto idx) {
     parallel_sweep(up.cells, ScatterTarget{mass_[ci].data(), up.sub_cells, 0.0, false},
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                     alignas(64) double piece[kSweepCells];
-                     double* e = store ? b + lo : piece;
+                     double* e = b + lo;
                      product(c, e, lo, hi);
                      scatter_kernel<Scatter::kSum>(e, outs[0], idx, lo, hi);
                    });
@@ -631,19 +625,6 @@ double Calibrator::largest(int c) const {
     top = max_of(piece, hi - lo, top);
   }
   return top;
-}
-
-void Calibrator::marginal(int c, double* out) const {
-  const auto ci = std::size_t(c);
-  const CellIndex& up = to_parent_[ci];
-  const double* ratio = maximum_[ci].data();
-  with_index(up, [&](auto idx) {
-    for (std::uint64_t lo = 0; lo < up.cells; lo += kSweepCells) {
-      const std::uint64_t hi = std::min(up.cells, lo + kSweepCells);
-      product(c, out + lo, lo, hi);
-      gather_kernel<Gather::kMultiply>(out + lo, ratio, idx, lo, hi);
-    }
-  });
 }
 
 void Calibrator::upward(int c, const double* potentials) {
@@ -667,15 +648,15 @@ void Calibrator::upward(int c, const double* potentials) {
   auto exact = [&] {
     return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
   };
-  // A clique that fits in cache keeps E for the downward sweep; a larger one's is recomputed
-  // there from its terms' small tables, so no sweep writes the table: for large cliques that
-  // is most of a calibration's memory traffic.
-  const bool store = keep_ || up.cells <= kStoreCells;
+  // E is kept in the belief table for the downward sweep, which turns it into the marginal
+  // in place. Recomputing a large clique's E there from its terms' small tables instead (no
+  // sweep writing the table) measured slower: its terms' gathers cost more than the table's
+  // traffic (AIM at eps = 10 on Adult, 2026-11-26: 64-69 -> 59-62 CPU-s, the same bits).
   double shift = fold_probs(c);
   bool fast = false;
   scale_[ci] = 1.0;
   if (std::isfinite(shift)) {
-    sweep_up(c, store);
+    sweep_up(c);
     fast = exact();
     if (!fast) {
       const double top = largest(c);
@@ -685,12 +666,11 @@ void Calibrator::upward(int c, const double* potentials) {
           (low > 0.0 ? std::log(low) + gain >= std::log(kMinMass) : gain > kRescue)) {
         shift -= gain;
         scale_[ci] = 1.0 / top;
-        sweep_up(c, store);
+        sweep_up(c);
         fast = exact();
       }
     }
   }
-  stored_[ci] = store || !fast;
   double* message = message_[ci].data();
   double* prob = prob_[ci].data();
   const double* sums = mass.data();
@@ -750,9 +730,9 @@ void Calibrator::downward(int c, double* marginals) {
     if (root) sep_marginal_[ci][s] = 1.0;
     ratio[s] = mass > 0.0 ? sep_marginal_[ci][s] / mass : 0.0;
   }
-  // One sweep: the marginal, then its sums onto the children's separators and the queries
-  // read from this clique. Outputs too large for private per-thread copies are summed after,
-  // from the marginal kept in the belief table.
+  // One sweep: the belief table's E times the ratio is the marginal, kept there, then its
+  // sums onto the children's separators and the queries read from this clique. Outputs too
+  // large for private per-thread copies are summed after, from the table.
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
   // the call's lists, in buffers kept across runs (run() holds the mutex): a fit calls this
@@ -775,13 +755,10 @@ void Calibrator::downward(int c, double* marginals) {
     add(to_child_[std::size_t(d)], sep_marginal_[std::size_t(d)].data());
   for (std::size_t pos : clique_queries_[ci])
     add(queries_[pos].index, query_output(pos, marginals));
-  const bool keep = stored_[ci] || !after.empty();
   with_index(up, [&](auto up_idx) {
     parallel_sweep(up.cells, targets,
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
-                     alignas(64) double piece[kSweepCells];
-                     double* e = keep ? b + lo : piece;
-                     if (!stored_[ci]) product(c, e, lo, hi);
+                     double* e = b + lo;
                      gather_kernel<Gather::kMultiply>(e, ratio, up_idx, lo, hi);
                      for (std::size_t t = 0; t < fused.size(); ++t)
                        with_index(*fused[t], [&](auto idx) {
@@ -794,7 +771,6 @@ void Calibrator::downward(int c, double* marginals) {
             [&](double* o, auto idx, std::uint64_t lo, std::uint64_t hi) {
               scatter_kernel<Scatter::kSum>(b + lo, o, idx, lo, hi);
             });
-  held_[ci] = keep;
 }
 
 double Calibrator::run(const double* potentials, double* marginals) {
@@ -890,7 +866,6 @@ CalibratedTree Calibrator::snapshot(Self& self) {
   for (std::size_t c = 0; c < self.belief_.size(); ++c) {
     const auto& clique = t.cliques()[c];
     std::vector<double> belief = take(self.belief_[c]);
-    if (!self.held_[c]) self.marginal(int(c), belief.data());
     beliefs.emplace_back(clique, t.shape_of(clique), std::move(belief));
     const auto& sep = t.separator(int(c));
     separators.emplace_back(sep, t.shape_of(sep), take(self.sep_marginal_[c]));
@@ -921,7 +896,6 @@ CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
     flat.insert(flat.end(), f.values().begin(), f.values().end());
   }
   Calibrator calibrator(std::move(tree), std::move(attrs), {});
-  calibrator.keep_ = true;
   calibrator.run(flat.data(), nullptr);
   return std::move(calibrator).calibrated();
 }

@@ -123,9 +123,8 @@ class Calibrator {
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
   // E = scale_ * Π of the terms' product forms on cells [lo, hi), into e (at cell lo).
   void product(int clique, double* e, std::uint64_t lo, std::uint64_t hi) const;
-  void sweep_up(int clique, bool store);  // one fused sweep: E (into belief_ if store), Σ_s E
+  void sweep_up(int clique);  // one fused sweep: E into belief_, Σ_s E
   double largest(int clique) const;    // max E
-  void marginal(int clique, double* out) const;  // E * ratio, a fast clique's marginal
   void upward(int clique, const double* potentials);
   void downward(int clique, double* marginals);
   double* query_output(std::size_t position, double* marginals) const;
@@ -151,7 +150,7 @@ class Calibrator {
   bool spreads_built_ = false;
   std::vector<int> query_slot_;               // evaluation position -> output position
   std::vector<std::vector<std::size_t>> clique_queries_;  // per clique: positions read from it
-  std::vector<std::vector<double>> belief_;   // per clique: log-belief, E, marginal, if held
+  std::vector<std::vector<double>> belief_;   // per clique: E (log-belief on the fallback), then the marginal
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
   std::vector<std::vector<double>> mass_;     // per clique: Σ_s E
   std::vector<std::vector<double>> message_;  // per clique: log upward message, if logged_
@@ -161,8 +160,6 @@ class Calibrator {
   std::vector<double> potential_prob_;        // flat like the potentials: exp(f - max f)
   std::vector<double> potential_max_;         // per potential: max f
   std::vector<double> scale_;                 // per clique: the fast path's scale of E
-  std::vector<char> stored_;                  // per clique: belief_ holds E after upward()
-  std::vector<char> held_;                    // per clique: belief_ holds the marginal
   std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
   // downward()'s per-call lists, kept across runs (defined in calibration.cpp)
   struct DownwardLists;
@@ -170,9 +167,6 @@ class Calibrator {
   double log_partition_ = 0.0;
   bool calibrated_ = false;
   bool spent_ = false;  // the tables were moved out by calibrated() &&
-  bool keep_ = false;   // every clique keeps E: the caller takes calibrated() after one run
-  friend CalibratedTree calibrate(std::shared_ptr<const JunctionTree> tree,
-                                  const std::vector<Factor>& log_potentials);
   mutable std::mutex mutex_;
 };
 

@@ -402,6 +402,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   offset_.resize(k);
   logged_.resize(k);
   scale_.resize(k);
+  marginal_held_.resize(k);
   sep_marginal_.resize(k);
   clique_queries_.resize(k);
   std::vector<std::vector<int>> clique_potentials(k);
@@ -730,9 +731,12 @@ void Calibrator::downward(int c, double* marginals) {
     if (root) sep_marginal_[ci][s] = 1.0;
     ratio[s] = mass > 0.0 ? sep_marginal_[ci][s] / mass : 0.0;
   }
-  // One sweep: the belief table's E times the ratio is the marginal, kept there, then its
-  // sums onto the children's separators and the queries read from this clique. Outputs too
-  // large for private per-thread copies are summed after, from the table.
+  // One sweep: the belief table's E times the ratio is the marginal, then its sums onto the
+  // children's separators and the queries read from this clique. The marginal is made piece
+  // by piece in a buffer and the table keeps E (a fit reads only the sums: writing the large
+  // tables back was a third of a calibration's memory traffic), unless outputs too large for
+  // private per-thread copies must be summed after, from the table; a snapshot multiplies a
+  // table still holding E by the ratio then (the same products).
   double* b = belief_[ci].data();
   const CellIndex& up = to_parent_[ci];
   // the call's lists, in buffers kept across runs (run() holds the mutex): a fit calls this
@@ -755,10 +759,13 @@ void Calibrator::downward(int c, double* marginals) {
     add(to_child_[std::size_t(d)], sep_marginal_[std::size_t(d)].data());
   for (std::size_t pos : clique_queries_[ci])
     add(queries_[pos].index, query_output(pos, marginals));
+  const bool keep = !after.empty();
   with_index(up, [&](auto up_idx) {
     parallel_sweep(up.cells, targets,
                    [&](unsigned, double* const* outs, std::uint64_t lo, std::uint64_t hi) {
+                     alignas(64) double piece[kSweepCells];
                      double* e = b + lo;
+                     if (!keep) e = std::copy(b + lo, b + hi, piece) - (hi - lo);
                      gather_kernel<Gather::kMultiply>(e, ratio, up_idx, lo, hi);
                      for (std::size_t t = 0; t < fused.size(); ++t)
                        with_index(*fused[t], [&](auto idx) {
@@ -771,6 +778,7 @@ void Calibrator::downward(int c, double* marginals) {
             [&](double* o, auto idx, std::uint64_t lo, std::uint64_t hi) {
               scatter_kernel<Scatter::kSum>(b + lo, o, idx, lo, hi);
             });
+  marginal_held_[ci] = keep;
 }
 
 double Calibrator::run(const double* potentials, double* marginals) {
@@ -866,6 +874,11 @@ CalibratedTree Calibrator::snapshot(Self& self) {
   for (std::size_t c = 0; c < self.belief_.size(); ++c) {
     const auto& clique = t.cliques()[c];
     std::vector<double> belief = take(self.belief_[c]);
+    if (!self.marginal_held_[c])   // E: times the ratio, as downward() made the marginal
+      with_index(self.to_parent_[c], [&](auto idx) {
+        gather_kernel<Gather::kMultiply>(belief.data(), self.maximum_[c].data(), idx, 0,
+                                         belief.size());
+      });
     beliefs.emplace_back(clique, t.shape_of(clique), std::move(belief));
     const auto& sep = t.separator(int(c));
     separators.emplace_back(sep, t.shape_of(sep), take(self.sep_marginal_[c]));

@@ -150,7 +150,7 @@ class Calibrator {
   bool spreads_built_ = false;
   std::vector<int> query_slot_;               // evaluation position -> output position
   std::vector<std::vector<std::size_t>> clique_queries_;  // per clique: positions read from it
-  std::vector<std::vector<double>> belief_;   // per clique: E (log-belief on the fallback), then the marginal
+  std::vector<std::vector<double>> belief_;   // per clique: E (log-belief on the fallback; the marginal if marginal_held_)
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
   std::vector<std::vector<double>> mass_;     // per clique: Σ_s E
   std::vector<std::vector<double>> message_;  // per clique: log upward message, if logged_
@@ -160,6 +160,7 @@ class Calibrator {
   std::vector<double> potential_prob_;        // flat like the potentials: exp(f - max f)
   std::vector<double> potential_max_;         // per potential: max f
   std::vector<double> scale_;                 // per clique: the fast path's scale of E
+  std::vector<char> marginal_held_;           // per clique: belief_ holds the marginal, not E
   std::vector<std::vector<double>> sep_marginal_;  // per clique: marginal of its separator
   // downward()'s per-call lists, kept across runs (defined in calibration.cpp)
   struct DownwardLists;

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -265,7 +266,12 @@ def _raw(obj):
         text = obj.to_text()
     else:
         try:
-            with open(os.fspath(obj), "rb") as fh:
+            # opened without blocking (a FIFO would wait for a writer), then read only if it is
+            # a regular file
+            fd = os.open(os.fspath(obj), os.O_RDONLY | os.O_NONBLOCK)
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise _Bad("ledger is not a regular file")
                 raw = fh.read(MAX_BYTES + 1)
         except (OSError, TypeError) as exc:
             raise _Bad(f"cannot read ledger: {getattr(exc, 'strerror', None) or exc}") from None
@@ -289,7 +295,9 @@ def _raw(obj):
 
 def _strict(text: str):
     depth = 0
-    for ch in re.sub(r'"(?:[^"\\]|\\.)*"', '""', text):   # nesting depth outside strings
+    # nesting depth outside strings; an unclosed string runs to the end (one match, not one
+    # scan to the end from every quote after it: a file of escaped quotes took minutes)
+    for ch in re.sub(r'"(?:[^"\\]++|\\.)*+"?', '""', text):
         if ch in "[{":
             depth += 1
             if depth > MAX_DEPTH:
@@ -361,13 +369,20 @@ def _parse_number(where: str, text) -> sympy.Rational:
             raise _Bad(f"{where}: number out of range") from None
         if not math.isfinite(value):
             raise _Bad(f"{where}: number must be finite")
+        if value.hex() != text:   # what the ledger writes (float.hex); others round
+            raise _Bad(f"{where}: {text[:40]!r} is not a float's canonical hex form "
+                       f"({value.hex()})")
         p, q = value.as_integer_ratio()
         return sympy.Rational(p, q)
     if _RATIONAL.fullmatch(text):
         p, _, q = text.partition("/")
         if q and int(q) == 0:
             raise _Bad(f"{where}: zero denominator")
-        return sympy.Rational(int(p), int(q) if q else 1)
+        value = Fraction(int(p), int(q) if q else 1)
+        if str(value) != text:    # what the ledger writes: str(Fraction), reduced
+            raise _Bad(f"{where}: {text[:40]!r} is not a rational's canonical form "
+                       f"({str(value)[:40]})")
+        return sympy.Rational(value.numerator, value.denominator)
     raise _Bad(f"{where}: not an exact number encoding: {text[:40]!r}")
 
 
@@ -426,6 +441,19 @@ def _exact_cost(where: str, event) -> sympy.Expr:
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10 ** 12:
         raise _Bad(f"{where}.count must be an int in [1, 10**12]")
     return count * _exact_cost(f"{where}.event", event["event"])
+
+
+def _holds_composed(event) -> bool:
+    """A ComposedEvent, or a SelfComposedEvent of one (at any depth)."""
+    for _ in range(64):
+        if not isinstance(event, dict):
+            return False
+        if event.get("type") == "ComposedEvent":
+            return True
+        if event.get("type") != "SelfComposedEvent":
+            return False
+        event = event.get("event")
+    return False
 
 
 def _on_grid(cost) -> sympy.Rational:
@@ -492,7 +520,7 @@ def _check(data, reasons, state, promise, torn):
         problems_before = len(reasons)
         if not isinstance(entry, dict) or set(entry) != _ENTRY_KEYS:
             raise _Bad(f"{where} must be an object with exactly the keys {sorted(_ENTRY_KEYS)}")
-        if entry["seq"] != i or isinstance(entry["seq"], bool):
+        if type(entry["seq"]) is not int or entry["seq"] != i:
             reasons.append(f"{where}: seq is not {i} (entry removed or reordered)")
         kind = entry["kind"]
         what = entry["what"]
@@ -540,8 +568,16 @@ def _check(data, reasons, state, promise, torn):
                 label = f"run {run.get('run')}" if run is not None else "a charge outside a run"
                 if label not in state["fixed_seed"]:
                     state["fixed_seed"].append(label)
-            exact = _exact_cost(f"{where}.event", entry["event"])
-            if exact == sympy.oo:
+            composed = _holds_composed(entry["event"])
+            exact = recorded if composed else _exact_cost(f"{where}.event", entry["event"])
+            if composed:
+                # no documented release is charged as one, alone or repeated (_RELEASES): the
+                # ledger fails, and the exact cost of an arbitrary composition can take
+                # minutes to sum
+                reasons.append(f"{where}: a ComposedEvent is no documented release's charge "
+                               f"({', '.join(sorted(_RELEASES))}); its cost is not recomputed")
+                cost = recorded
+            elif exact == sympy.oo:
                 reasons.append(f"{where}: infinite cost (sigma = 0) was charged")
                 cost = exact
             else:
@@ -628,7 +664,7 @@ def _check_open(where, what, reasons, state):
         reasons.append(f"{where}: opening entry must be an object")
         return {"run": None, "_rho": None, "_domain": None}
     # the filter numbers runs 0, 1, 2, ... in order: a report listing runs by id relies on it
-    if what.get("run") != state["runs"] - 1 or isinstance(what.get("run"), bool):
+    if type(what.get("run")) is not int or what.get("run") != state["runs"] - 1:
         reasons.append(f"{where}: the run is numbered {_line(repr(what.get('run')))[:40]}, not "
                        f"{state['runs'] - 1} (runs are numbered in order from 0)")
     run = dict(what)
@@ -733,12 +769,14 @@ def _check_release(where, event, what, run, reasons):
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             reasons.append(f"{where}: a selection states its number of candidates (>= 1)")
     elif release == "rejection":
-        _check_rejection(where, event, what, reasons)
+        _check_rejection(where, event, what, run, reasons)
 
 
-def _check_rejection(where, event, what, reasons):
+def _check_rejection(where, event, what, run, reasons):
     """DQRS's keep flags: ``coins`` flags, each PureDPEvent(eps) with eps at least
-    (eta / total) max(1, 1 / gamma) for the stated floats (Curator.reject_queries)."""
+    (eta / total) max(1, 1 / gamma) for the stated floats (Curator.reject_queries). The total
+    is the run's one count n: the public one its opening entry gives, else the same in every
+    rejection of the run (DQRS estimates it once)."""
     stated = [what.get(name) for name in ("eta", "gamma", "total")]
     coins = what.get("coins")
     inner = event.get("event")
@@ -749,6 +787,16 @@ def _check_rejection(where, event, what, reasons):
     if not isinstance(inner, dict) or inner.get("type") != "PureDPEvent" or event.get("count") != coins:
         reasons.append(f"{where}: a rejection is charged as one PureDPEvent per coin")
         return
+    if run is not None:
+        given = run.get("parameters", {}).get("total") if isinstance(run.get("parameters"), dict) \
+            else None
+        first = run.setdefault("_rejection_total", stated[2])
+        if given is not None and given != stated[2]:
+            reasons.append(f"{where}: a rejection's total {stated[2]!r} is not the run's public "
+                           f"total {str(given)[:20]}")
+        elif first != stated[2]:
+            reasons.append(f"{where}: a rejection's total {stated[2]!r} differs from the run's "
+                           f"earlier rejections' ({first!r})")
     eta, gamma, total = (sympy.Rational(*float(v).as_integer_ratio()) for v in stated)
     eps = _parse_number(f"{where}.event.event.epsilon", inner["epsilon"])
     if eps < eta / total * max(sympy.Integer(1), 1 / gamma):

@@ -9,6 +9,8 @@ import os
 import re
 import sys
 import tempfile
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -170,10 +172,22 @@ def positive(name: str, text: str) -> float:
         raise CliError(str(err)) from None
 
 
+def _at_most(text: str, value: float) -> float:
+    """``value`` (the nearest float to the decimal ``text``), moved down to the float below
+    when it lies above the decimal."""
+    if math.isfinite(value) and Fraction(value) > Fraction(Decimal(text)):
+        return math.nextafter(value, -math.inf)
+    return value
+
+
 def parse_budget(args: argparse.Namespace) -> tuple[float, float]:
-    """--epsilon > 0 and --delta in (0, 1), as plain decimals."""
-    epsilon = positive("--epsilon", args.epsilon)
-    delta = positive("--delta", args.delta)
+    """--epsilon > 0 and --delta in (0, 1), as plain decimals, each the largest float at most
+    the decimal typed: the nearest float can lie above it (0.2 reads as 0.2000000000000000111),
+    and a budget built from it, or a promise checked against it, would then allow more than
+    was typed. synth, ledger create and verify all read the budget here, so a ledger made
+    with a promise verifies against the same promise."""
+    epsilon = _at_most(args.epsilon, positive("--epsilon", args.epsilon))
+    delta = _at_most(args.delta, positive("--delta", args.delta))
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise CliError(f"--epsilon must be > 0 and finite, got {args.epsilon}")
     if not 0 < delta < 1:

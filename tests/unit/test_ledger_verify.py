@@ -7,8 +7,9 @@ from fractions import Fraction
 
 import pytest
 
-from dpcore.accounting import (ExponentialEvent, GaussianEvent, PrivacyFilter, ZCDPEvent,
-                               approx_dp_to_zcdp, l2_sensitivity, verify_ledger)
+from dpcore.accounting import (ExponentialEvent, GaussianEvent, PrivacyFilter, PureDPEvent,
+                               SelfComposedEvent, ZCDPEvent, approx_dp_to_zcdp, l2_sensitivity,
+                               verify_ledger)
 from dpcore.cli import main
 
 DOMAIN = {"age": 10, "sex": 2, "income": 5}
@@ -98,7 +99,7 @@ def test_exact_marginal_recorded_as_a_zero_cost_event(honest):
 
 def test_marginal_as_pure_dp_event(honest):
     doc = honest
-    doc["entries"][3]["event"] = {"type": "PureDPEvent", "epsilon": "0x1.0p-10"}
+    doc["entries"][3]["event"] = {"type": "PureDPEvent", "epsilon": (2.0 ** -10).hex()}
     doc["entries"][3]["rho"] = str(_grid(Fraction(1, 2 ** 21)))
     _fails(_rechain(doc), "must be charged as GaussianEvent")
 
@@ -128,12 +129,17 @@ def test_a_marginal_stating_weights_fails_whatever_its_sensitivity(honest, weigh
 
 
 def test_a_composed_event_of_unrelated_denominators_is_refused_early(honest):
-    # many coprime 300-digit denominators once took minutes to sum exactly before failing
-    doc = honest
+    # many coprime 300-digit denominators once took minutes to sum exactly before failing;
+    # no release is charged as a ComposedEvent (alone or repeated), so none is summed (audit
+    # 18 M2: 1,000 parts of 75-digit primes, each under the bits allowed a part, took 147 s)
     parts = [{"type": "ExponentialEvent", "epsilon": f"1/{10 ** 299 + 2 * i + 1}",
               "sensitivity": "1"} for i in range(3000)]
-    doc["entries"][2]["event"] = {"type": "ComposedEvent", "events": parts}
-    _fails(_rechain(doc), "exact cost outgrows")
+    for event in ({"type": "ComposedEvent", "events": parts},
+                  {"type": "SelfComposedEvent", "count": 2,
+                   "event": {"type": "ComposedEvent", "events": parts}}):
+        doc = json.loads(json.dumps(honest))
+        doc["entries"][2]["event"] = event
+        _fails(_rechain(doc), "no documented release's charge")
     # an honest composition of many Gaussian parts (odd denominators: sigma squared) verifies
     f = PrivacyFilter(10, delta=1e-6)
     from dpcore.accounting import ComposedEvent
@@ -177,7 +183,7 @@ def test_understated_cost_and_overspend(honest):
     _fails(_rechain(doc), "recorded rho 0")
     doc = json.loads(json.dumps(honest))
     doc["entries"].insert(3, {"seq": 0, "kind": "charge",
-                              "event": {"type": "GaussianEvent", "sigma": "0x1.0p-1",
+                              "event": {"type": "GaussianEvent", "sigma": (0.5).hex(),
                                         "sensitivity": "1"},
                               "rho": "2", "rho_total": "0", "what": {
                                   "release": "marginal", "attrs": ["sex"]},
@@ -491,3 +497,105 @@ def test_a_repair_inside_a_run_is_followed_by_its_interrupted_close(honest):
     doc = json.loads(json.dumps(honest))
     doc["entries"].append(dict(repair))
     assert verify_ledger(_rechain(doc)).status == "pass"
+
+
+@pytest.mark.parametrize("path, text", [
+    (("entries", 1, "event", "sigma"), "0x1.3fffffffffffffp+4"),   # 20 - ulp/16: rounds to 20
+    (("entries", 1, "event", "sigma"), "0x1.4p+4"),                 # 20, short form
+    (("budget", "rho"), None),                                      # unreduced (set below)
+    (("entries", 0, "rho"), "-0"),
+    (("entries", 1, "event", "sensitivity"), "0001"),
+    (("entries", 0, "seq"), 0.0),
+])
+def test_numbers_must_be_in_the_form_the_ledger_writes(honest, path, text):
+    """Audit 18 H1: the verifier read any hex float Python rounds (16 fraction digits: a
+    sigma below the real one read as it) and unreduced rationals, where Ledger.load refuses
+    them: only float.hex() and str(Fraction) forms, and integer seq and run ids, pass."""
+    doc = honest
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    if text is None:
+        p, q = Fraction(target[path[-1]]).as_integer_ratio()
+        text = f"{2 * p}/{2 * q}"
+    target[path[-1]] = text
+    if path[0] == "entries":
+        _rechain(doc)
+        doc["entries"][0]["seq"] = text if path[-1] == "seq" else 0
+    _fails(doc, "canonical|seq is not 0")
+
+
+def _dqrs_like(total, stated_total):
+    """A run with DQRS's public total (or None) and two rejections stating ``stated_total``,
+    each priced at (eta / total) max(1, 1 / gamma) for the total it states, rounded up."""
+    import math
+    f = PrivacyFilter.from_approx_dp(1.0, 1e-9)
+    f.open_run(f.budget, {"mechanism": "dqrs", "domain": DOMAIN,
+                          "parameters": {"total": total}})
+    eps = math.nextafter(0.5 / stated_total * 2, math.inf)
+    for _ in range(2):
+        f.charge(SelfComposedEvent(PureDPEvent(eps), 3),
+                 what={"release": "rejection", "coins": 3, "eta": 0.5, "gamma": 0.5,
+                       "total": stated_total})
+    f.close_run("completed")
+    return f.ledger.to_dict()
+
+
+def test_a_rejection_is_priced_with_the_runs_public_total():
+    """Audit 18 H2: a rejection charge stated its own total (10^6 times the run's public one,
+    with an epsilon 10^6 times smaller) and passed."""
+    import math
+    assert verify_ledger(_dqrs_like(13020.0, 13020.0)).ok
+    _fails(_dqrs_like(13020.0, 1.302e10), "not the run's public total")
+    doc = _dqrs_like(None, 13020.0)
+    assert verify_ledger(doc).ok                    # the count estimated in the run
+    doc["entries"][2]["what"]["total"] = 1.302e10   # a later rejection with another total
+    doc["entries"][2]["event"]["event"]["epsilon"] = math.nextafter(0.5 / 1.302e10 * 2,
+                                                                     math.inf).hex()
+    _fails(_rechain(doc), "differs from the run's earlier")
+
+
+@pytest.mark.parametrize("text", ["0.2", "0.8", "1.1", "5", "1e-5", "1e-6", "1e-9", "1e-10",
+                                  "0.3", "2.5e-1", "7e-7"])
+def test_a_typed_budget_is_read_as_the_largest_float_at_most_it(text):
+    """Audit 18 H3: '0.2' was read as the nearest float, 0.2000000000000000111, so a budget
+    made from it and checked against it allowed more than the typed promise."""
+    import argparse
+    import math
+    from decimal import Decimal
+
+    from dpcore.cli.common import parse_budget
+    eps, delta = parse_budget(argparse.Namespace(epsilon=text, delta="1e-6"))
+    assert Fraction(eps) <= Fraction(Decimal(text)) < Fraction(math.nextafter(eps, math.inf))
+    assert Fraction(delta) <= Fraction(Decimal("1e-6"))
+
+
+def test_a_budget_from_the_nearest_float_above_the_promise_fails_it(tmp_path):
+    path = tmp_path / "ledger.json"
+    assert main(["ledger", "create", str(path), "--epsilon", "0.2", "--delta", "1e-6"]) == 0
+    assert main(["verify", "--epsilon", "0.2", "--delta", "1e-6", str(path)]) == 0
+    f = PrivacyFilter.from_approx_dp(0.2, 1e-6)     # the nearest floats: above 0.2
+    assert verify_ledger(f.ledger.to_dict(), epsilon=0.2, delta=1e-6).ok
+    path2 = tmp_path / "nearest.json"
+    path2.write_text(f.ledger.to_text())
+    assert main(["verify", "--epsilon", "0.2", "--delta", "1e-6", str(path2)]) != 0
+
+
+def test_hostile_files_end_quickly(tmp_path):
+    """Audit 18 M1 and M3: a file of escaped quotes after an unclosed one was scanned from
+    every quote to the end (160 KB: 53 s), and a FIFO blocked verify_ledger in open()."""
+    import os
+    import subprocess
+    import sys
+    quotes = tmp_path / "quotes.json"
+    quotes.write_text('"' + '\\"' * 200_000)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    script = ("import sys; from dpcore.accounting import verify_ledger\n"
+              "for p in sys.argv[1:]: print(verify_ledger(p).status, verify_ledger(p).reasons)")
+    done = subprocess.run([sys.executable, "-c", script, str(quotes), str(fifo)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("fail") and lines[1].startswith("fail")
+    assert "not a regular file" in lines[1]

@@ -222,7 +222,8 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
         reasons.append(_line(f"unverifiable content ({type(exc).__name__}: {exc})"))
     status = "fail" if reasons else ("incomplete" if state["incomplete"] else "pass")
     # reasons and notes quote the file (a run's id, a key): never its control characters
-    notes = tuple(map(_visible, tuple(state["incomplete"]) + tuple(state["notes"])))
+    # (cut short too: a note can quote a run's id of any length)
+    notes = tuple(_visible(_line(n, 480)) for n in tuple(state["incomplete"]) + tuple(state["notes"]))
     reasons = [_visible(r) for r in reasons]
     return VerificationReport(ok=status == "pass", status=status, rho_spent=state["spent"],
                               rho_budget=state["budget"], epsilon=state["epsilon"],
@@ -242,9 +243,9 @@ def _summaries(runs: list[dict]) -> list[RunSummary]:
     return out
 
 
-def _line(text: str) -> str:
+def _line(text: str, width: int = 240) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= 240 else text[:237] + "..."
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _promise_number(name, value) -> sympy.Rational:

@@ -599,3 +599,14 @@ def test_hostile_files_end_quickly(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0].startswith("fail") and lines[1].startswith("fail")
     assert "not a regular file" in lines[1]
+
+
+def test_notes_quoting_the_file_are_cut_short(honest):
+    """Audit 18 LOW: a run id of 200,000 characters was quoted whole in a note (the summary
+    ran to 200 KB); reasons were already cut to 240 characters."""
+    doc = honest
+    doc["entries"][0]["what"]["run"] = "r" * 200_000
+    doc["entries"][0]["what"].pop("seed_fixed", None)     # a note that quotes the run id
+    report = verify_ledger(_rechain(doc))
+    assert report.notes and all(len(n) <= 480 for n in report.notes)
+    assert len(report.summary()) < 5_000

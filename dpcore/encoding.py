@@ -39,7 +39,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -252,7 +252,7 @@ def _encode_categorical(col: CategoricalColumn, series: pd.Series, missing: np.n
 _EXACT_BELOW = 2.0 ** 53
 
 
-def _exact_integers(col: Column, raws: np.ndarray, parsed: np.ndarray) -> None:
+def _exact_integers(col: Column, raws: Sequence[Any], parsed: np.ndarray) -> None:
     """An integer or code column judged on the integers and texts given, not on the doubles
     they round to (``parsed``, changed in place so that the checks that follow refuse or clip
     them): a text whose fraction its double lost (``2^52 + 0.5``, ``1.0000000000000001``)
@@ -260,14 +260,19 @@ def _exact_integers(col: Column, raws: np.ndarray, parsed: np.ndarray) -> None:
     an upper bound of ``2^53``) is moved past the bound."""
     whole = np.isfinite(parsed) & (parsed == np.floor(np.nan_to_num(parsed)))
     large = whole & (np.abs(parsed) >= _EXACT_BELOW)
-    if raws.dtype == object:      # texts with a point or an exponent can hide a fraction
+    # texts with a point or an exponent can hide a fraction
+    if getattr(raws, "dtype", None) == object:
         large |= whole & np.fromiter((isinstance(u, str) and ("." in u or "e" in u or "E" in u)
                                       for u in raws), bool, len(raws))
     lower, upper = (0, col.size - 1) if isinstance(col, CodeColumn) else (col.lower, col.upper)
     for k in np.flatnonzero(large).tolist():
         raw = raws[k]
         if isinstance(raw, str):
-            exact = Decimal(raw)      # the plain decimal grammar (parsed is finite): exact
+            try:
+                exact = Decimal(raw)  # the plain decimal grammar (parsed is finite): exact
+            except InvalidOperation:  # an exponent of 19 digits or more (the double is 0)
+                mantissa = Decimal(raw.lower().partition("e")[0])
+                exact = Decimal(0) if mantissa == 0 else Decimal("0.5")   # 0, or a fraction
         elif isinstance(raw, (int, np.integer)) and not isinstance(raw, (bool, np.bool_)):
             exact = Decimal(int(raw))
         else:
@@ -286,9 +291,8 @@ def _parse_numbers(col: Column, series: pd.Series, missing: np.ndarray, offset: 
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
             series.dtype) and not pd.api.types.is_complex_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-        if integral and series.dtype.kind in "iu" and len(values) and (
-                np.abs(values).max() >= _EXACT_BELOW):
-            _exact_integers(col, series.to_numpy(), values)
+        if integral and series.dtype.kind in "iu" and (np.abs(values) >= _EXACT_BELOW).any():
+            _exact_integers(col, series.array, values)   # the integers (NA where missing)
     else:       # texts, objects, and complex numbers (each then not a number: refused)
         index, uniques = _factorize(series)
         parsed = _numbers_of(uniques)

@@ -64,11 +64,12 @@ std::string signatures(const std::string& full) {
 
 // numpy's forcecast would turn a complex array into its real part (with only a warning) and a
 // string or object array into whatever float() makes of it: refuse them by type up front. A
-// misaligned array (an offset view of a buffer) is refused too: pybind11 passes it through
-// uncopied, and the kernels read and write whole values where the compiler may assume their
-// alignment (undefined behaviour; a fault where a vector load demands it). Arrays inside a
-// list or tuple argument, to a depth of three (gather_codes' columns, calibrate's (clique,
-// potential) pairs), are checked the same way.
+// misaligned array (an offset view of a buffer) is refused too: pybind11 passes one whose
+// dtype and order already match uncopied, and the kernels read and write whole values where
+// the compiler may assume their alignment (undefined behaviour; a fault where a vector load
+// demands it). Arrays inside a sequence argument of any kind (a list, a tuple, a deque: the
+// bindings' sequence casters take them all), to a depth of three (gather_codes' columns,
+// calibrate's (clique, potential) pairs), are checked the same way.
 void check_arrays(const py::args& args, const py::kwargs& kwargs, const std::string& name,
                   std::size_t skip) {
   // path: the indices into the argument, named only when a check fails (a call's lists can
@@ -90,7 +91,9 @@ void check_arrays(const py::args& args, const py::kwargs& kwargs, const std::str
         throw dpcore::InvalidArgument(where(which) +
                                       " must be an aligned array (an offset view of a buffer "
                                       "is not; a copy is)");
-    } else if (path.size() < 3 && (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value))) {
+    } else if (path.size() < 3 && py::isinstance<py::sequence>(value) &&
+               !py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) &&
+               !PyByteArray_Check(value.ptr())) {
       path.push_back(0);
       for (py::handle item : value) {
         check(item, which);

@@ -649,10 +649,11 @@ void Calibrator::upward(int c, const double* potentials) {
   auto exact = [&] {
     return std::all_of(mass.begin(), mass.end(), [](double x) { return x >= kMinMass; });
   };
-  // E is kept in the belief table for the downward sweep, which turns it into the marginal
-  // in place. Recomputing a large clique's E there from its terms' small tables instead (no
+  // E is kept in the belief table for the downward sweep, which reads it to make the
+  // marginal. Recomputing a large clique's E there from its terms' small tables instead (no
   // sweep writing the table) measured slower: its terms' gathers cost more than the table's
-  // traffic (AIM at eps = 10 on Adult, 2026-11-26: 64-69 -> 59-62 CPU-s, the same bits).
+  // traffic (AIM at eps = 10 on Adult, seed 0, 2026-11-26: 63.8-69.2 -> 56.6-59.8 CPU-s,
+  // the same bits).
   double shift = fold_probs(c);
   bool fast = false;
   scale_[ci] = 1.0;

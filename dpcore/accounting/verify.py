@@ -540,7 +540,8 @@ def _check(data, reasons, state, promise, torn):
             if kind == "open":
                 if run is not None:
                     reasons.append(f"{where}: a run opens while run {run.get('run')} is still open")
-                run = _check_open(where, what, reasons, state)
+                run = _check_open(where, what, reasons, state,
+                                  sympy.Rational(state["budget"].numerator, state["budget"].denominator) - total)
                 run_spent = sympy.Integer(0)
                 state["run_summaries"].append({
                     "run": run.get("run"), "status": "open", "rho": run_spent, "reason": None,
@@ -550,9 +551,11 @@ def _check(data, reasons, state, promise, torn):
                 if run is None:
                     reasons.append(f"{where}: a closing entry without an open run")
                 elif not isinstance(what, dict) or what.get("run") != run.get("run") or what.get(
-                        "status") not in ("completed", "failed", "interrupted"):
+                        "status") not in ("completed", "failed", "interrupted") or \
+                        set(what) - {"run", "status", "reason", "outputs"}:
                     reasons.append(f"{where}: closing entry must name the open run and a status "
-                                   "(completed, failed, interrupted)")
+                                   "(completed, failed, interrupted), with at most a reason "
+                                   "and outputs")
                 else:
                     reason = what.get("reason")
                     state["run_summaries"][-1].update(
@@ -605,7 +608,9 @@ def _check(data, reasons, state, promise, torn):
             if not isinstance(what, dict) or set(what) != {"dropped_bytes", "dropped_sha256"} \
                     or type(what["dropped_bytes"]) is not int or what["dropped_bytes"] < 0 \
                     or not isinstance(what["dropped_sha256"], str) \
-                    or not _HEAD.fullmatch(what["dropped_sha256"]):
+                    or not _HEAD.fullmatch(what["dropped_sha256"]) or (
+                        what["dropped_bytes"] == 0
+                        and what["dropped_sha256"] != hashlib.sha256(b"").hexdigest()):
                 reasons.append(f"{where}: a repair names the bytes it discarded "
                                "(dropped_bytes >= 0, dropped_sha256: 64 hex digits), only those")
             else:
@@ -659,7 +664,7 @@ def _check(data, reasons, state, promise, torn):
         state["epsilon"] = zcdp_to_approx_dp(state["spent"], Fraction(int(delta_p.p), int(delta_p.q)))
 
 
-def _check_open(where, what, reasons, state):
+def _check_open(where, what, reasons, state, left):
     state["runs"] += 1
     if not isinstance(what, dict):
         reasons.append(f"{where}: opening entry must be an object")
@@ -680,6 +685,10 @@ def _check_open(where, what, reasons, state):
         run["_rho"] = _parse_number(f"{where}.what.rho", what.get("rho"))
     except _Bad as exc:
         reasons.append(str(exc))
+    # PrivacyFilter.open_run: a run's rho is > 0 and at most what the ledger has left
+    if run["_rho"] is not None and not 0 < run["_rho"] <= left:
+        reasons.append(f"{where}: a run opens with rho {_show(run['_rho'])}, not in (0, "
+                       f"{_show(left)}] (what the ledger had left)")
     domain = what.get("domain")
     if domain is not None and not (isinstance(domain, dict) and all(
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
@@ -687,6 +696,9 @@ def _check_open(where, what, reasons, state):
         reasons.append(f"{where}: the recorded domain must map attribute names to sizes >= 1")
         domain = None
     run["_domain"] = domain
+    if domain is None:
+        state["notes"].append(f"run {_line(repr(what.get('run')), 40)} records no domain: its "
+                              f"charges' attributes are not checked against one")
     parameters = what.get("parameters")
     if isinstance(parameters, dict) and parameters.get("total") is not None:
         # FEM, DQRS and MWEM take a record count as public: a guarantee that rests on it being
@@ -709,7 +721,8 @@ def _check_release(where, event, what, run, reasons):
         return
     allowed = _RELEASES[release]
     if release == "none" and (set(what) - {"release", "reason", "seed_fixed"} or
-                              event.get("type") != "ZCDPEvent"):
+                              event.get("type") != "ZCDPEvent" or
+                              not isinstance(what.get("reason"), str) or not what["reason"]):
         reasons.append(f"{where}: a release of nothing is a ZCDPEvent with a reason and names "
                        "nothing else")
         return

@@ -7,9 +7,6 @@ the whole extension, so a new binding cannot skip the harness. bench/fuzz_bindin
 same cases with a large budget.
 """
 import math
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest

@@ -136,3 +136,30 @@ def test_integer_texts_are_read_exactly(whole, zeros, digit, exponent, name):
     assert exact == exact.to_integral_value()
     if name == "code":
         assert codes[1] == int(exact)
+
+
+@pytest.mark.parametrize("text, integer", [("0e99999999999999999999", True),
+                                           ("1e-99999999999999999999", False),
+                                           ("0.0e-1234567890123456789", True),
+                                           ("25e-99999999999999999999999", False)])
+def test_texts_with_exponents_past_decimals_range_are_judged_not_crashed(text, integer):
+    """Review 18: an exponent of 19 digits or more raised decimal.InvalidOperation (a raw
+    traceback from dpcore synth); its double is 0, the text is 0 or a fraction."""
+    col = next(c for c in SCHEMA.columns if c.name == "code")
+    series = pd.Series(["3", text], dtype=object)
+    if integer:
+        assert _encode_column(col, series, [], 0, False).tolist() == [3, 0]
+    else:
+        with pytest.raises(EncodingError, match="not an integer"):
+            _encode_column(col, series, [], 0, False)
+
+
+def test_a_missing_value_does_not_hide_a_large_integer():
+    """Review 18: a nullable column holding a missing value skipped the exact check (the
+    largest |value| was NaN), so 2^53 + 1 over an upper bound of 2^53 was accepted."""
+    col = Schema.from_dict({"missing_values": [""], "columns": {"x": {
+        "type": "numeric", "lower": 0, "upper": 2 ** 53, "bins": 4, "integer": True,
+        "missing": "code"}}}).columns[0]
+    series = pd.Series([5, 2 ** 53 + 1, None], dtype="Int64")
+    with pytest.raises(EncodingError, match="above the upper bound"):
+        _encode_column(col, series, [], 0, False)

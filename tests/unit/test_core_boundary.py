@@ -10,6 +10,7 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
     """The calls that used to segfault or read garbage, run where a crash cannot take pytest
     down: each must raise the named dpcore error."""
     script = textwrap.dedent("""
+        import collections
         import numpy as np
         from dpcore import _core, errors
         t = _core.JunctionTree([2, 3, 4], [[0, 1], [1, 2]])
@@ -44,6 +45,9 @@ def test_former_crashes_are_typed_errors_in_a_fresh_process():
             (lambda: _core.copy_max_abs_finite(np.ones(5), misaligned(5)),
              errors.InvalidArgumentError),
             (lambda: t.calibrate([([0, 1], misaligned(6).reshape(2, 3))]),
+             errors.InvalidArgumentError),
+            # ... inside any sequence the bindings take (review 18: a deque was not checked)
+            (lambda: t.calibrate(collections.deque([([0, 1], misaligned(6).reshape(2, 3))])),
              errors.InvalidArgumentError),
             (lambda: _core.gather_codes([misaligned(2, np.int32)], [np.arange(3)], [False],
                                         np.zeros((2, 1), np.uint8)), errors.InvalidArgumentError),

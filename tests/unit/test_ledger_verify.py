@@ -485,6 +485,10 @@ def test_a_repair_inside_a_run_is_followed_by_its_interrupted_close(honest):
     doc = json.loads(json.dumps(honest))
     doc["entries"].insert(2, dict(repair))
     _fails(_rechain(doc), "cut off at the repair in entry 2")
+    doc = json.loads(json.dumps(honest))            # review 18: a close, but as completed
+    doc["entries"][2:] = [dict(repair), doc["entries"][-1]]
+    assert doc["entries"][-1]["kind"] == "close"
+    _fails(_rechain(doc), "cut off at the repair in entry 2")
     # what resume writes: the repair, then the open run closed as interrupted (twice over
     # when the first continuation was itself torn), or a repair between runs
     run = {"run": doc["entries"][0]["what"]["run"], "status": "interrupted", "reason": "cut"}
@@ -610,3 +614,26 @@ def test_notes_quoting_the_file_are_cut_short(honest):
     report = verify_ledger(_rechain(doc))
     assert report.notes and all(len(n) <= 480 for n in report.notes)
     assert len(report.summary()) < 5_000
+
+
+def test_structure_a_filter_never_writes_fails(honest):
+    """Audit 18 LOW: forged structure that passed; each is refused by PrivacyFilter itself."""
+    def forged(edit):
+        doc = json.loads(json.dumps(honest))
+        edit(doc)
+        return _rechain(doc)
+    e = lambda doc: doc["entries"]   # noqa: E731
+    _fails(forged(lambda d: e(d)[0]["what"].update(rho="9999")), "what the ledger had left")
+    _fails(forged(lambda d: e(d)[0]["what"].update(rho="0")), "not in \\(0")
+    _fails(forged(lambda d: e(d)[-1]["what"].update(extra=1)), "at most a reason")
+    _fails(forged(lambda d: e(d).insert(3, {
+        **e(d)[1], "kind": "charge", "event": {"type": "ZCDPEvent", "rho": "0"},
+        "rho": "0", "what": {"release": "none"}})), "with a reason")
+    repair = {"seq": 0, "kind": "repair", "event": None, "rho": "0", "rho_total": "0",
+              "prev_hash": "", "hash": "",
+              "what": {"dropped_bytes": 0, "dropped_sha256": "0" * 64}}
+    _fails(forged(lambda d: e(d).append(repair)), "a repair names the bytes")
+    repair["what"]["dropped_sha256"] = hashlib.sha256(b"").hexdigest()   # what a repair writes
+    assert verify_ledger(forged(lambda d: e(d).append(repair))).ok
+    report = verify_ledger(forged(lambda d: e(d)[0]["what"].pop("domain")))
+    assert report.ok and any("records no domain" in n for n in report.notes)

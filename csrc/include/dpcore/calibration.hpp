@@ -150,7 +150,9 @@ class Calibrator {
   bool spreads_built_ = false;
   std::vector<int> query_slot_;               // evaluation position -> output position
   std::vector<std::vector<std::size_t>> clique_queries_;  // per clique: positions read from it
-  std::vector<std::vector<double>> belief_;   // per clique: E (log-belief on the fallback; the marginal if marginal_held_)
+  // per clique: E after upward() (on the fallback, the log-belief between its two sweeps);
+  // the marginal after downward() where marginal_held_
+  std::vector<std::vector<double>> belief_;
   std::vector<std::vector<double>> maximum_;  // per clique: m(s), later the downward ratio
   std::vector<std::vector<double>> mass_;     // per clique: Σ_s E
   std::vector<std::vector<double>> message_;  // per clique: log upward message, if logged_

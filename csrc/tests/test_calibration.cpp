@@ -156,8 +156,10 @@ static void test_prefix_of_terms() {
   // five potentials of 60..720 cells: its first two terms, {0, 1, 2} and {1, 2, 3}, are
   // multiplied over their union (4320 cells) before the sweeps, the others after. The rounds
   // move the potentials so that the sweep is redone with a scale (a gap of 600 between rows,
-  // as in the test above), which the union's table must carry, and run the same calibrator
-  // again (the table is refilled each run).
+  // as in the test above) and run the same calibrator again (the table is refilled each run).
+  // Caught: a term read through the wrong union index, a prefix term multiplied twice. Not
+  // seen here: a scale left out of the union's table only sends the clique to the fallback
+  // (its masses stay below the bound), which is exact, so only the time shows it.
   const std::vector<std::int64_t> shape{10, 9, 8, 6, 16, 3};
   const Lists cliques{{0, 1, 2, 3, 4}, {4, 5}};
   const Lists potentials{{0, 1, 2}, {1, 2, 3}, {0, 3}, {0, 4}, {3, 4}, {5, 4}};

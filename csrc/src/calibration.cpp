@@ -391,6 +391,7 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   const JunctionTree& t = *tree_;
   const std::size_t k = t.cliques().size();
   terms_.resize(k);
+  prefix_.resize(k);
   children_.resize(k);
   to_parent_.resize(k);
   to_child_.resize(k);
@@ -466,6 +467,41 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
         root.sum.resize(root.index.sub_cells);
         root.prob.resize(root.index.sub_cells);
       }
+    }
+    // The prefix of terms worth multiplying over their union first: it saves m - 1 gathers
+    // over the clique per product (one or two a run: the upward sweep, and the downward one
+    // unless E was stored) for m gathers over the union once a run. The union must be at most
+    // half the clique, so the extra table cannot cost more than it saves.
+    const double cells = double(to_parent_[c].cells);
+    std::vector<AttrId> uni;
+    std::size_t best = 0;
+    double best_gain = 0.0;
+    for (std::size_t m = 1; m <= roots.size(); ++m) {
+      for (AttrId a : *roots[m - 1])
+        if (std::find(uni.begin(), uni.end(), a) == uni.end()) uni.push_back(a);
+      if (m < 2) continue;
+      double u = 1.0;
+      for (AttrId a : uni) u *= double(t.shape()[std::size_t(a)]);
+      const double gain = double(m - 1) * cells - double(m) * u;
+      if (2.0 * u <= cells && gain > best_gain) {
+        best = m;
+        best_gain = gain;
+      }
+    }
+    if (best > 0) {
+      std::vector<AttrId> held;  // the first `best` terms' attributes
+      for (std::size_t j = 0; j < best; ++j)
+        for (AttrId a : *roots[j])
+          if (std::find(held.begin(), held.end(), a) == held.end()) held.push_back(a);
+      std::vector<AttrId> attrs;  // ... in the clique's order
+      for (AttrId a : clique)
+        if (std::find(held.begin(), held.end(), a) != held.end()) attrs.push_back(a);
+      Prefix& pre = prefix_[c];
+      pre.terms = best;
+      pre.index = make_cell_index(clique, t.shape_of(clique), attrs);
+      for (std::size_t j = 0; j < best; ++j)
+        pre.parts.push_back(make_cell_index(attrs, t.shape_of(attrs), *roots[j]));
+      pre.table.resize(pre.index.sub_cells);
     }
   }
   // Queries, largest first, each read from the smallest clique or earlier query holding it.
@@ -583,8 +619,43 @@ void Calibrator::log_belief(int c, const double* potentials, std::uint64_t lo,
   if (first) std::fill(b + lo, b + hi, 0.0);
 }
 
+void Calibrator::fill_prefix(int c) {
+  Prefix& pre = prefix_[std::size_t(c)];
+  if (pre.terms == 0) return;
+  // The same operations as product() on a clique cell, on the union's cells.
+  double* e = pre.table.data();
+  const double scale = scale_[std::size_t(c)];
+  bool first = scale == 1.0;
+  if (!first) std::fill(pre.table.begin(), pre.table.end(), scale);
+  for (std::size_t j = 0; j < pre.terms; ++j) {
+    const Term& term = terms_[std::size_t(c)][j];
+    const double* v = term.folds.empty() ? prob_values(term.source) : term.prob.data();
+    gather(pre.parts[j], [&](auto idx, std::uint64_t lo, std::uint64_t hi) {
+      if (first)
+        gather_kernel<Gather::kAssign>(e + lo, v, idx, lo, hi);
+      else
+        gather_kernel<Gather::kMultiply>(e + lo, v, idx, lo, hi);
+    });
+    first = false;
+  }
+}
+
 void Calibrator::product(int c, double* e, std::uint64_t lo, std::uint64_t hi) const {
   const auto ci = std::size_t(c);
+  const Prefix& pre = prefix_[ci];
+  if (pre.terms > 0) {  // E = the prefix's product, times the remaining terms
+    with_index(pre.index, [&](auto idx) {
+      gather_kernel<Gather::kAssign>(e, pre.table.data(), idx, lo, hi);
+    });
+    for (std::size_t j = pre.terms; j < terms_[ci].size(); ++j) {
+      const Term& term = terms_[ci][j];
+      const double* v = term.folds.empty() ? prob_values(term.source) : term.prob.data();
+      with_index(term.index, [&](auto idx) {
+        gather_kernel<Gather::kMultiply>(e, v, idx, lo, hi);
+      });
+    }
+    return;
+  }
   const double scale = scale_[ci];
   // The scale goes in first: every factor after it is at most 1.
   bool first = scale == 1.0;
@@ -658,6 +729,7 @@ void Calibrator::upward(int c, const double* potentials) {
   bool fast = false;
   scale_[ci] = 1.0;
   if (std::isfinite(shift)) {
+    fill_prefix(c);
     sweep_up(c);
     fast = exact();
     if (!fast) {
@@ -668,6 +740,7 @@ void Calibrator::upward(int c, const double* potentials) {
           (low > 0.0 ? std::log(low) + gain >= std::log(kMinMass) : gain > kRescue)) {
         shift -= gain;
         scale_[ci] = 1.0 / top;
+        fill_prefix(c);
         sweep_up(c);
         fast = exact();
       }

@@ -153,6 +153,59 @@ static void test_large_cliques_and_shifting_potentials() {
   }
 }
 
+static void test_prefix_of_terms() {
+  // The tree's cliques are given apart from the potentials, so one clique of 69120 cells
+  // (over two threads' slices, and not kept between the sweeps: above the cached size) holds
+  // five potentials of 60..720 cells: its first two terms, {0, 1, 2} and {1, 2, 3}, are
+  // multiplied over their union (4320 cells) before the sweeps, the others after. The rounds
+  // move the potentials so that the sweep is redone with a scale (a gap of 600 between rows,
+  // as in the test above) and run the same calibrator again (the table is refilled each run).
+  // Caught: a term read through the wrong union index, a prefix term multiplied twice. Not
+  // seen here: a scale left out of the union's table only sends the clique to the fallback
+  // (its masses stay below the bound), which is exact, so only the time shows it.
+  const std::vector<std::int64_t> shape{10, 9, 8, 6, 16, 3};
+  const Lists cliques{{0, 1, 2, 3, 4}, {4, 5}};
+  const Lists potentials{{0, 1, 2}, {1, 2, 3}, {0, 3}, {0, 4}, {3, 4}, {5, 4}};
+  const Lists queries{{1, 3}, {4, 0}, {5}, {2, 1, 0}};
+  auto tree = std::make_shared<JunctionTree>(shape, cliques);
+  CHECK(tree->cliques().size() == 2);
+  Calibrator calibrator(tree, potentials, queries);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal(0.0, 1.5);
+  for (int round = 0; round < 4; ++round) {
+    std::vector<double> flat(calibrator.potential_cells());
+    for (double& v : flat) v = normal(rng);
+    if (round == 1 || round == 3) {  // attribute 0 = 0: 600 up in {0, 3}, down in {0, 1, 2}
+      for (std::uint64_t i = 0; i < 9 * 8; ++i) flat[i] -= 600.0;
+      const std::uint64_t at = 10 * 9 * 8 + 9 * 8 * 6;  // potential {0, 3}
+      for (std::uint64_t i = 0; i < 6; ++i) flat[at + i] += 600.0;
+    }
+    if (round == 2) flat[3] = -INFINITY;
+    std::vector<double> out(calibrator.query_cells());
+    const double log_z = calibrator.run(flat.data(), out.data());
+    double want_log_z = 0.0;
+    const Factor joint = joint_of(potentials, shape, flat, want_log_z);
+    CHECK_NEAR(log_z, want_log_z, 1e-9 * std::max(1.0, std::abs(log_z)));
+    std::uint64_t offset = 0;
+    for (const auto& q : queries) {
+      const Factor want = joint.project(q);
+      double worst = 0.0;
+      for (std::uint64_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(out[offset + i] - want.values()[i]));
+      CHECK(worst <= 1e-12);
+      offset += want.size();
+    }
+    const CalibratedTree cal = calibrator.calibrated();  // the clique's belief, rebuilt
+    for (std::size_t c = 0; c < tree->cliques().size(); ++c) {
+      const Factor want = joint.project(tree->cliques()[c]);
+      double worst = 0.0;
+      for (std::uint64_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(cal.beliefs()[c].values()[i] - want.values()[i]));
+      CHECK(worst <= 1e-12);
+    }
+  }
+}
+
 // The sub-table cell of every table cell, however the index stores it.
 static std::vector<std::uint64_t> cells_of(const CellIndex& index) {
   std::vector<std::uint64_t> out(index.cells);
@@ -305,6 +358,7 @@ static void test_bad_input() {
 int main() {
   test_queries_match_the_joint();
   test_large_cliques_and_shifting_potentials();
+  test_prefix_of_terms();
   test_cell_index();
   test_spread_is_the_transpose_of_marginalising();
   test_bad_input();

@@ -107,6 +107,16 @@ class Calibrator {
     std::vector<double> prob;  // with folds: the product of the sources' product forms
     std::vector<double> sum;   // with folds: the sum of their logarithms (the fallback's)
   };
+  // The first `terms` terms of a clique (with the scale) multiplied once per run over the
+  // union of their attributes, a table much smaller than the clique: the sweeps then read it
+  // with one gather where they read `terms` (the same products in the same order, so E is the
+  // same bit for bit). terms == 0: none.
+  struct Prefix {
+    std::size_t terms = 0;
+    CellIndex index;               // clique cell -> union cell
+    std::vector<CellIndex> parts;  // union cell -> cell of term j, j < terms
+    std::vector<double> table;
+  };
   struct Query {
     int source;          // clique index, or tree cliques + query index when from a query
     CellIndex index;     // source cell -> query cell
@@ -123,6 +133,7 @@ class Calibrator {
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
   // E = scale_ * Π of the terms' product forms on cells [lo, hi), into e (at cell lo).
   void product(int clique, double* e, std::uint64_t lo, std::uint64_t hi) const;
+  void fill_prefix(int clique);  // the prefix table, for this run's terms and scale_
   void sweep_up(int clique);  // one fused sweep: E into belief_, Σ_s E
   double largest(int clique) const;    // max E
   void upward(int clique, const double* potentials);
@@ -137,6 +148,7 @@ class Calibrator {
   std::vector<std::uint64_t> potential_offset_;
   std::vector<std::uint64_t> query_offset_;
   std::vector<std::vector<Term>> terms_;      // per clique: the terms read by its sweep
+  std::vector<Prefix> prefix_;                // per clique
   std::vector<std::vector<int>> children_;    // per clique
   std::vector<CellIndex> to_parent_;          // per clique: cell -> separator cell (root: 1 cell)
   std::vector<CellIndex> to_child_;           // per child clique: parent cell -> separator cell

@@ -378,8 +378,7 @@ class JTSizes:
                 stale = np.flatnonzero(self._holds[:, cols].any(axis=1))
                 sizes = known + (base - self._known_base)
                 if stale.size:
-                    sizes[stale] = tree.hypothetical_sizes_mb(
-                        [self._candidates[i] for i in stale.tolist()])
+                    sizes[stale] = tree.hypothetical_sizes_mb(self._candidates, stale.tolist())
             self._known, self._known_base = sizes, base
             self._touched = set()
             self._sizes = sizes.tolist()

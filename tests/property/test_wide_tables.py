@@ -187,6 +187,24 @@ def test_aim_jt_sizes_kept_across_components_equal_fresh_trees(d, top, data):
         assert [g for g, f in zip(got, fresh) if f < 2.0 ** 33] == [f for f in fresh if f < 2.0 ** 33]
 
 
+@settings(max_examples=40, deadline=None)
+@given(trees(), st.data())
+def test_hypothetical_sizes_among_are_the_full_batchs_entries(case, data):
+    # AIM's cache asks for a subset of its fixed candidate tuple (the ids checked once)
+    import pytest
+    from dpcore.errors import InvalidArgumentError
+
+    domain, base, candidates = case
+    candidates = tuple(candidates)
+    tree = JunctionTree(domain, base)
+    full = tree.hypothetical_sizes_mb(candidates)
+    among = data.draw(st.lists(st.integers(0, len(candidates) - 1), max_size=20))
+    assert tree.hypothetical_sizes_mb(candidates, among) == [full[i] for i in among]
+    for bad in ([len(candidates)], [-1], [0.0]):
+        with pytest.raises(InvalidArgumentError):
+            tree.hypothetical_sizes_mb(candidates, bad)
+
+
 def test_aim_jt_sizes_recompute_the_whole_touched_component_not_the_edge_ends():
     # x1-x10 joins x0's component at x1 and x10: the candidate x0-x4-x5 holds neither end
     # but shares their component, and its size changes otherwise than the model's (found by

@@ -160,8 +160,11 @@ class JunctionTree:
         return self._core.hypothetical_size_mb([self._ids(c, "extra clique")
                                                 for c in extra_cliques])
 
-    def hypothetical_sizes_mb(self, candidates: Sequence[Sequence[str]]) -> list[float]:
-        """``[hypothetical_size_mb([c]) for c in candidates]`` in one compiled call."""
+    def hypothetical_sizes_mb(self, candidates: Sequence[Sequence[str]],
+                              among: Sequence[int] | None = None) -> list[float]:
+        """``[hypothetical_size_mb([c]) for c in candidates]`` in one compiled call; with
+        ``among`` (indices into ``candidates``), only those candidates', in that order (the
+        whole tuple's checked ids are remembered, so a subset costs no new checks)."""
         global _LAST_BATCH
         last = _LAST_BATCH
         if last is not None and last[0] is candidates and last[1] == self.domain:
@@ -171,6 +174,11 @@ class JunctionTree:
             if type(candidates) is tuple and all(type(c) is tuple and all(type(a) is str for a in c)
                                                  for c in candidates):
                 _LAST_BATCH = (candidates, self.domain, batch)
+        if among is not None:
+            n = len(batch)
+            if not all(type(i) is int and 0 <= i < n for i in among):
+                raise InvalidArgumentError(f"among must hold candidate indices in [0, {n})")
+            batch = [batch[i] for i in among]
         return self._core.hypothetical_sizes_mb(batch)
 
     def containing_clique(self, attrs) -> int | None:

@@ -1,6 +1,7 @@
 """The ledger's salt file: the private salts that open each run's input commitment."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -34,6 +35,9 @@ def check_salt_file(ledger: str, continuing: bool) -> None:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
             os.unlink(path)
         except OSError as exc:
+            if exc.errno == errno.EEXIST:   # created between the check and the probe
+                raise CliError(f"the ledger's salt file {path!r} already exists: another run "
+                               f"is starting on this ledger") from exc
             raise CliError(f"cannot create the ledger's salt file {path!r} ({exc.strerror}); "
                            f"the run's salt could not be kept") from exc
         return

@@ -155,7 +155,7 @@ static void test_large_cliques_and_shifting_potentials() {
 
 static void test_prefix_of_terms() {
   // The tree's cliques are given apart from the potentials, so one clique of 69120 cells
-  // (over two threads' slices, and not kept between the sweeps: above the cached size) holds
+  // (over two threads' slices) holds
   // five potentials of 60..720 cells: its first two terms, {0, 1, 2} and {1, 2, 3}, are
   // multiplied over their union (4320 cells) before the sweeps, the others after. The rounds
   // move the potentials so that the sweep is redone with a scale (a gap of 600 between rows,

@@ -82,6 +82,41 @@ static void test_queries_match_the_joint() {
   }
 }
 
+// Runs the calibrator on `flat` and checks its log-partition (given back in *log_z) and every
+// query against the brute-force joint, which it returns.
+static Factor check_run(Calibrator& calibrator, const Lists& potentials, const Lists& queries,
+                        const std::vector<std::int64_t>& shape, const std::vector<double>& flat,
+                        double* log_z) {
+  std::vector<double> out(calibrator.query_cells());
+  const double got = calibrator.run(flat.data(), out.data());
+  double want_log_z = 0.0;
+  Factor joint = joint_of(potentials, shape, flat, want_log_z);
+  CHECK_NEAR(got, want_log_z, 1e-9 * std::max(1.0, std::abs(got)));
+  std::uint64_t offset = 0;
+  for (const auto& q : queries) {
+    const Factor want = joint.project(q);
+    double worst = 0.0;
+    for (std::uint64_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(out[offset + i] - want.values()[i]));
+    CHECK(worst <= 1e-12);
+    offset += want.size();
+  }
+  if (log_z) *log_z = got;
+  return joint;
+}
+
+// Every clique's belief in a snapshot against the joint.
+static void check_beliefs(const CalibratedTree& cal, const JunctionTree& tree,
+                          const Factor& joint) {
+  for (std::size_t c = 0; c < tree.cliques().size(); ++c) {
+    const Factor want = joint.project(tree.cliques()[c]);
+    double worst = 0.0;
+    for (std::uint64_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(cal.beliefs()[c].values()[i] - want.values()[i]));
+    CHECK(worst <= 1e-12);
+  }
+}
+
 static void test_large_cliques_and_shifting_potentials() {
   // A clique of 80730 cells is swept in pieces by two threads, with a query as large as the
   // clique, children's separators, and a block index (onto {2, 4}) whose blocks of 138 cells
@@ -121,35 +156,15 @@ static void test_large_cliques_and_shifting_potentials() {
         if ((i / 6) % 23 == 0) flat[i] += 3000.0;
       for (std::uint64_t i = 0; i < 6 * 19; ++i) flat[big + i] -= 3000.0;
     }
-    std::vector<double> out(calibrator.query_cells());
-    const double log_z = calibrator.run(flat.data(), out.data());
-    double want_log_z = 0.0;
-    const Factor joint = joint_of(potentials, shape, flat, want_log_z);
-    CHECK_NEAR(log_z, want_log_z, 1e-9 * std::abs(log_z));
-    std::uint64_t offset = 0;
-    for (const auto& q : queries) {
-      const Factor want = joint.project(q);
-      double worst = 0.0;
-      for (std::uint64_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, std::abs(out[offset + i] - want.values()[i]));
-      CHECK(worst <= 1e-12);
-      offset += want.size();
-    }
+    double log_z = 0.0;
+    const Factor joint = check_run(calibrator, potentials, queries, shape, flat, &log_z);
     // The beliefs of a snapshot: with the query as large as the clique, the downward sweep
     // leaves the clique's marginal in its table (summed from there after the sweep); without
     // it, every table keeps E and calibrated() multiplies it by the ratio.
     Calibrator beliefs_only(tree, potentials, {});
     CHECK_NEAR(beliefs_only.run(flat.data(), nullptr), log_z, 0.0);
-    for (const Calibrator* from : {&calibrator, &beliefs_only}) {
-      const CalibratedTree cal = from->calibrated();
-      for (std::size_t c = 0; c < tree->cliques().size(); ++c) {
-        const Factor want = joint.project(tree->cliques()[c]);
-        double worst = 0.0;
-        for (std::uint64_t i = 0; i < want.size(); ++i)
-          worst = std::max(worst, std::abs(cal.beliefs()[c].values()[i] - want.values()[i]));
-        CHECK(worst <= 1e-12);
-      }
-    }
+    for (const Calibrator* from : {&calibrator, &beliefs_only})
+      check_beliefs(from->calibrated(), *tree, joint);
   }
 }
 
@@ -181,28 +196,8 @@ static void test_prefix_of_terms() {
       for (std::uint64_t i = 0; i < 6; ++i) flat[at + i] += 600.0;
     }
     if (round == 2) flat[3] = -INFINITY;
-    std::vector<double> out(calibrator.query_cells());
-    const double log_z = calibrator.run(flat.data(), out.data());
-    double want_log_z = 0.0;
-    const Factor joint = joint_of(potentials, shape, flat, want_log_z);
-    CHECK_NEAR(log_z, want_log_z, 1e-9 * std::max(1.0, std::abs(log_z)));
-    std::uint64_t offset = 0;
-    for (const auto& q : queries) {
-      const Factor want = joint.project(q);
-      double worst = 0.0;
-      for (std::uint64_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, std::abs(out[offset + i] - want.values()[i]));
-      CHECK(worst <= 1e-12);
-      offset += want.size();
-    }
-    const CalibratedTree cal = calibrator.calibrated();  // the clique's belief, rebuilt
-    for (std::size_t c = 0; c < tree->cliques().size(); ++c) {
-      const Factor want = joint.project(tree->cliques()[c]);
-      double worst = 0.0;
-      for (std::uint64_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, std::abs(cal.beliefs()[c].values()[i] - want.values()[i]));
-      CHECK(worst <= 1e-12);
-    }
+    const Factor joint = check_run(calibrator, potentials, queries, shape, flat, nullptr);
+    check_beliefs(calibrator.calibrated(), *tree, joint);
   }
 }
 

@@ -469,8 +469,8 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
       }
     }
     // The prefix of terms worth multiplying over their union first: it saves m - 1 gathers
-    // over the clique per product (one or two a run: the upward sweep, and the downward one
-    // unless E was stored) for m gathers over the union once a run. The union must be at most
+    // over the clique per product (one a run, the upward sweep's; E is kept for the downward
+    // one) for m gathers over the union once a run. The union must be at most
     // half the clique, so the extra table cannot cost more than it saves.
     const double cells = double(to_parent_[c].cells);
     std::vector<AttrId> uni;

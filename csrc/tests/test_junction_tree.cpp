@@ -414,7 +414,8 @@ static void plain_contract(const std::vector<const Factor*>& parts, Factor* out)
   std::int64_t blocks = 1;
   for (std::size_t i = 0; i < outer; ++i) blocks *= sizes[i];
   const AttrId inner = sorted.back();
-  const bool kept = std::find(out->attrs().begin(), out->attrs().end(), inner) != out->attrs().end();
+  const auto& kept_attrs = out->attrs();
+  const bool kept = std::find(kept_attrs.begin(), kept_attrs.end(), inner) != kept_attrs.end();
   for (std::int64_t b = 0; b < blocks; ++b) {
     for (std::size_t i = outer, rest = std::size_t(b); i-- > 0; rest /= std::size_t(sizes[i]))
       value[std::size_t(sorted[i])] = std::int64_t(rest % std::size_t(sizes[i]));

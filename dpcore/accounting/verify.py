@@ -223,7 +223,8 @@ def verify_ledger(ledger_or_path, *, epsilon=None, delta=None, head=None,
     status = "fail" if reasons else ("incomplete" if state["incomplete"] else "pass")
     # reasons and notes quote the file (a run's id, a key): never its control characters
     # (cut short too: a note can quote a run's id of any length)
-    notes = tuple(_visible(_line(n, 480)) for n in tuple(state["incomplete"]) + tuple(state["notes"]))
+    notes = tuple(_visible(_line(n, 480))
+                  for n in tuple(state["incomplete"]) + tuple(state["notes"]))
     reasons = [_visible(r) for r in reasons]
     return VerificationReport(ok=status == "pass", status=status, rho_spent=state["spent"],
                               rho_budget=state["budget"], epsilon=state["epsilon"],
@@ -540,8 +541,9 @@ def _check(data, reasons, state, promise, torn):
             if kind == "open":
                 if run is not None:
                     reasons.append(f"{where}: a run opens while run {run.get('run')} is still open")
-                run = _check_open(where, what, reasons, state,
-                                  sympy.Rational(state["budget"].numerator, state["budget"].denominator) - total)
+                left = sympy.Rational(state["budget"].numerator,
+                                      state["budget"].denominator) - total
+                run = _check_open(where, what, reasons, state, left)
                 run_spent = sympy.Integer(0)
                 state["run_summaries"].append({
                     "run": run.get("run"), "status": "open", "rho": run_spent, "reason": None,

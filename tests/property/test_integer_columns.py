@@ -84,7 +84,8 @@ LARGE = [2 ** 52, 2 ** 52 + 7, 2 ** 53 - 1, 2 ** 53]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(LARGE), st.booleans(), st.integers(-4, 4), st.sampled_from(["", ".5", ".25"]),
+@given(st.sampled_from(LARGE), st.booleans(), st.integers(-4, 4),
+       st.sampled_from(["", ".5", ".25"]),
        st.sampled_from(["int64", "text", "object"]), st.booleans())
 def test_large_integers_are_checked_exactly(bound, negative, delta, fraction, kind, clip):
     """An integer column's value is refused when it is not an integer or lies outside the
@@ -130,8 +131,8 @@ def test_integer_texts_are_read_exactly(whole, zeros, digit, exponent, name):
         codes = _encode_column(col, series, [], 0, False).tolist()
     except EncodingError as err:
         assert err.row == 2
-        assert exact != exact.to_integral_value() or not 0 <= exact <= (90 if name == "clipped" else 29) \
-            and name == "code"
+        upper = 90 if name == "clipped" else 29
+        assert exact != exact.to_integral_value() or (name == "code" and not 0 <= exact <= upper)
         return
     assert exact == exact.to_integral_value()
     if name == "code":

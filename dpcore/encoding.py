@@ -668,7 +668,9 @@ def _iter_parquet(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
                     batch = next(batches)
                 except StopIteration:
                     return
-                frame = batch.to_pandas()
+                # an integer column with a null stays integers (a float64 column would round
+                # values past 2^53 before the schema checks them)
+                frame = batch.to_pandas(integer_object_nulls=True)
                 yield frame
         except (pa.ArrowException, OSError) as err:
             raise EncodingError(parquet_error(path, err)) from None

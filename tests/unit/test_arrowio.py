@@ -241,3 +241,22 @@ def test_the_earliest_bad_row_is_reported_whatever_the_chunking(tmp_path, monkey
     path.write_text("c,n\na,1\nb,2\na,3\na,x\nq,5\nb,6\n")
     fast, slow = _both(path, strict, chunk_rows=typed_rows)
     assert fast == slow and fast[2] == 4 and "'n'" in fast[1]
+
+
+def test_an_integer_column_with_a_null_is_read_as_integers(tmp_path):
+    """Review 18: Arrow turns an int64 column holding a null into float64, which rounded
+    2^53 + 1 onto an upper bound of 2^53 before the schema checked it (refused without the
+    null, accepted with it)."""
+    from dpcore.encoding import EncodingError
+    schema = Schema.from_dict({"missing_values": [""], "columns": {"x": {
+        "type": "numeric", "lower": 0, "upper": 2 ** 53, "bins": 4, "integer": True,
+        "missing": "code"}}})
+    for values in ([5, 2 ** 53 + 1], [5, 2 ** 53 + 1, None]):
+        path = tmp_path / f"x{len(values)}.parquet"
+        pq.write_table(pa.table({"x": pa.array(values, pa.int64())}), path)
+        with pytest.raises(EncodingError, match="above the upper bound"):
+            read_codes(path, schema)
+    path = tmp_path / "ok.parquet"
+    pq.write_table(pa.table({"x": pa.array([5, 2 ** 53, None], pa.int64())}), path)
+    codes = read_codes(path, schema)
+    assert codes[:, 0].tolist() == [0, 3, schema.columns[0].missing_code]

@@ -22,12 +22,15 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr std::uint64_t kMinRun = 16;
 
 // A run-structured index as kernels see it: run r covers cells [r * run, (r + 1) * run) and
-// maps them to sub-table cells bases[r] + t * kStep.
+// maps them to sub-table cells bases[r] + t * stride; kStep is the stride when it is 0 or 1
+// (contiguous or broadcast reads), kStrided for any other (one axis of the sub-table).
+constexpr int kStrided = 2;
 template <int kStep>
 struct Runs {
   static constexpr int step = kStep;
   const std::uint32_t* bases;
   std::uint64_t run;
+  std::uint64_t stride;
 };
 // A block-structured index: block r covers cells [r * run, (r + 1) * run), `width` cells
 // after `width` cells mapping to sub-table cells bases[r] .. bases[r] + width - 1.
@@ -50,7 +53,7 @@ void for_each_run(R ix, std::uint64_t b, std::uint64_t e, F&& f) {
   std::uint64_t offset = b - r * ix.run;
   for (; b < e; ++r, offset = 0) {
     const std::uint64_t n = std::min(ix.run - offset, e - b);
-    f(b, n, std::uint64_t{ix.bases[r]} + offset * std::uint64_t(R::step));
+    f(b, n, std::uint64_t{ix.bases[r]} + offset * ix.stride);
     b += n;
   }
 }
@@ -60,9 +63,11 @@ void with_index(const CellIndex& index, F&& f) {
   switch (index.kind) {
     case CellIndex::Kind::kRuns:
       if (index.step == 0)
-        f(Runs<0>{index.bases.data(), index.run});
+        f(Runs<0>{index.bases.data(), index.run, 0});
+      else if (index.step == 1)
+        f(Runs<1>{index.bases.data(), index.run, 1});
       else
-        f(Runs<1>{index.bases.data(), index.run});
+        f(Runs<kStrided>{index.bases.data(), index.run, std::uint64_t(index.step)});
       break;
     case CellIndex::Kind::kBlocks: f(Blocks{index.bases.data(), index.run, index.width}); break;
     case CellIndex::Kind::kNarrow: f(index.narrow.data()); break;
@@ -110,8 +115,11 @@ DPCORE_VECTOR_KERNEL void gather_cells(double* __restrict x, const double* __res
 }
 template <Gather kOp, int kStep>
 DPCORE_VECTOR_KERNEL void gather_run(double* __restrict x, const double* __restrict v,
-                                     std::uint64_t n) {
-  for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * kStep]);
+                                     std::uint64_t n, std::uint64_t stride) {
+  if constexpr (kStep == kStrided)
+    for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * stride]);
+  else
+    for (std::uint64_t t = 0; t < n; ++t) apply<kOp>(x[t], v[t * kStep]);
 }
 // Cells [lo, hi) of a block, x pointing at cell lo: each sub-table value is applied along a
 // stride (an inner loop over the short width would spend its time entering and leaving it).
@@ -161,7 +169,7 @@ void gather_kernel(double* x, const double* v, I idx, std::uint64_t b, std::uint
                    });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
-      gather_run<kOp, I::step>(x + (c - b), v + sub, n);
+      gather_run<kOp, I::step>(x + (c - b), v + sub, n, idx.stride);
     });
   else
     gather_cells<kOp>(x, v, idx + b, e - b);
@@ -182,9 +190,11 @@ __attribute__((always_inline)) inline double combine(double a, double v) {
 // reduction vectorises).
 template <Scatter kOp, int kStep>
 DPCORE_VECTOR_KERNEL void scatter_run(const double* __restrict x, double* __restrict out,
-                                      std::uint64_t n) {
+                                      std::uint64_t n, std::uint64_t stride) {
   if constexpr (kStep == 1) {
     for (std::uint64_t t = 0; t < n; ++t) out[t] = combine<kOp>(out[t], x[t]);
+  } else if constexpr (kStep == kStrided) {
+    for (std::uint64_t t = 0; t < n; ++t) out[t * stride] = combine<kOp>(out[t * stride], x[t]);
   } else {
     constexpr double kUnit = kOp == Scatter::kSum ? 0.0 : kNegInf;
     double lanes[8] = {kUnit, kUnit, kUnit, kUnit, kUnit, kUnit, kUnit, kUnit};
@@ -248,7 +258,7 @@ void scatter_kernel(const double* x, double* out, I idx, std::uint64_t b, std::u
                    });
   else if constexpr (is_runs<I>)
     for_each_run(idx, b, e, [&](std::uint64_t c, std::uint64_t n, std::uint64_t sub) {
-      scatter_run<kOp, I::step>(x + (c - b), out + sub, n);
+      scatter_run<kOp, I::step>(x + (c - b), out + sub, n, idx.stride);
     });
   else
     scatter_cells<kOp>(x, out, idx + b, e - b);
@@ -286,6 +296,18 @@ bool is_subset(const std::vector<AttrId>& sub, const std::vector<AttrId>& set) {
 }
 
 }  // namespace
+
+// By (domain size, id): any subset's layout is its superset's restricted, so a separator's is
+// both its cliques' and a potential's or query's is its clique's.
+std::vector<AttrId> table_layout(const std::vector<AttrId>& attrs,
+                                 const std::vector<std::int64_t>& shape) {
+  std::vector<AttrId> out = attrs;
+  std::sort(out.begin(), out.end(), [&](AttrId a, AttrId b) {
+    return shape[std::size_t(a)] != shape[std::size_t(b)] ? shape[std::size_t(a)] < shape[std::size_t(b)]
+                                                          : a < b;
+  });
+  return out;
+}
 
 CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<std::int64_t>& shape,
                           const std::vector<AttrId>& sub_attrs) {
@@ -328,6 +350,13 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
     run_step = kind;
     run *= static_cast<std::uint64_t>(shape[j]);
   }
+  // The innermost long axis read along the sub-table's own stride for it (a run of any step).
+  std::uint64_t run_stride = run_step == 1 ? 1 : 0;
+  if (run_step < 0 && lead > 0 && std::uint64_t(shape[lead - 1]) >= kMinRun) {
+    run_stride = stride[lead - 1];
+    run = static_cast<std::uint64_t>(shape[lead - 1]);
+    --lead;
+  }
   // Entries for the table over axes [0, k) with the sub-table's strides, in row-major order:
   // the table over axes j.. is shape[j] copies of the one over axes j+1.., copy x shifted by
   // x * stride[j]; built from the last axis outwards, one add per entry.
@@ -353,7 +382,7 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
   if (run >= kMinRun || run == index.cells) {
     index.kind = CellIndex::Kind::kRuns;
     index.run = run;
-    index.step = run_step == 1 ? 1 : 0;
+    index.step = run_stride;
     index.bases.resize(index.cells / run);
     fill(index.bases.data(), lead);
   } else if (block >= kMinRun && block > run) {
@@ -420,10 +449,30 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   }
   potential_prob_.resize(potential_offset_.back());
   potential_max_.resize(potentials_.size());
+  // A potential's product and log tables are read in its own layout (table_layout); the
+  // caller's flat potentials are put in it each run (cells of one whose order differs).
+  pot_layout_.resize(potentials_.size());
+  pot_order_.resize(potentials_.size());
+  std::uint64_t widest = 0;
+  for (std::size_t f = 0; f < potentials_.size(); ++f) {
+    pot_layout_[f] = table_layout(potentials_[f], t.shape());
+    if (pot_layout_[f] == potentials_[f]) continue;
+    pot_order_[f] = make_cell_index(pot_layout_[f], t.shape_of(pot_layout_[f]), potentials_[f]);
+    widest = std::max(widest, pot_order_[f].cells);
+  }
+  pot_scratch_.resize(widest);
+  pot_log_.resize(potential_offset_.back());
+  pot_logged_.assign(potentials_.size(), 0);
+  layout_.resize(k);
+  sep_layout_.resize(k);
   for (std::size_t c = 0; c < k; ++c) {
-    const auto& clique = t.cliques()[c];
+    layout_[c] = table_layout(t.cliques()[c], t.shape());
+    sep_layout_[c] = table_layout(t.separator(int(c)), t.shape());
+  }
+  for (std::size_t c = 0; c < k; ++c) {
+    const auto& clique = layout_[c];
     const auto shape = t.shape_of(clique);
-    to_parent_[c] = make_cell_index(clique, shape, t.separator(int(c)));
+    to_parent_[c] = make_cell_index(clique, shape, sep_layout_[c]);
     belief_[c].resize(to_parent_[c].cells);
     maximum_[c].resize(to_parent_[c].sub_cells);
     mass_[c].resize(to_parent_[c].sub_cells);
@@ -432,8 +481,8 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     sep_marginal_[c].resize(to_parent_[c].sub_cells);
     const int p = t.parent(int(c));
     if (p >= 0) {
-      const auto& parent = t.cliques()[std::size_t(p)];
-      to_child_[c] = make_cell_index(parent, t.shape_of(parent), t.separator(int(c)));
+      const auto& parent = layout_[std::size_t(p)];
+      to_child_[c] = make_cell_index(parent, t.shape_of(parent), sep_layout_[c]);
       children_[std::size_t(p)].push_back(int(c));
     }
   }
@@ -446,13 +495,13 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     };
     std::vector<Candidate> candidates;
     for (int f : clique_potentials[c])
-      candidates.push_back({f, potentials_[std::size_t(f)],
+      candidates.push_back({f, pot_layout_[std::size_t(f)],
                             potential_offset_[std::size_t(f) + 1] - potential_offset_[std::size_t(f)]});
     for (int d : children_[c])
-      candidates.push_back({-1 - d, t.separator(d), to_parent_[std::size_t(d)].sub_cells});
+      candidates.push_back({-1 - d, sep_layout_[std::size_t(d)], to_parent_[std::size_t(d)].sub_cells});
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate& a, const Candidate& b) { return a.cells > b.cells; });
-    const auto& clique = t.cliques()[c];
+    const auto& clique = layout_[c];
     std::vector<const std::vector<AttrId>*> roots;
     for (const Candidate& x : candidates) {
       const auto r = std::find_if(roots.begin(), roots.end(),
@@ -536,16 +585,37 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
         source = int(k + earlier);
       }
     }
-    const auto& from = source < int(k) ? t.cliques()[std::size_t(source)]
+    const auto& from = source < int(k) ? layout_[std::size_t(source)]
                                        : queries[std::size_t(order[std::size_t(source) - k])];
-    queries_.push_back({source, make_cell_index(from, t.shape_of(from), attrs)});
+    // A query read from a clique is summed in the clique's axis order (its long innermost
+    // axis contiguous in both) and put in the caller's order after the sweep.
+    Query query{source, {}, {}, {}};
+    const std::vector<AttrId> laid = source < int(k) ? table_layout(attrs, t.shape()) : attrs;
+    query.index = make_cell_index(from, t.shape_of(from), laid);
+    if (laid != attrs) {
+      query.order = make_cell_index(attrs, t.shape_of(attrs), laid);
+      query.laid.resize(query.order.cells);
+    }
+    queries_.push_back(std::move(query));
     query_slot_.push_back(order[pos]);
     if (source < int(k)) clique_queries_[std::size_t(source)].push_back(pos);
   }
 }
 
 const double* Calibrator::log_values(int source, const double* potentials) {
-  if (source >= 0) return potentials + potential_offset_[std::size_t(source)];
+  if (source >= 0) {
+    const auto f = std::size_t(source);
+    const double* own = potentials + potential_offset_[f];
+    if (pot_layout_[f] == potentials_[f]) return own;
+    double* laid = pot_log_.data() + potential_offset_[f];
+    if (!pot_logged_[f]) {  // the fallback's read of a potential in its layout, once a run
+      with_index(pot_order_[f], [&](auto idx) {
+        gather_kernel<Gather::kAssign>(laid, own, idx, 0, pot_order_[f].cells);
+      });
+      pot_logged_[f] = 1;
+    }
+    return laid;
+  }
   const auto d = std::size_t(-1 - source);
   if (!logged_[d]) {  // a fast child's message, kept as (prob, offset) until a fallback reads it
     const double* prob = prob_[d].data();
@@ -832,7 +902,8 @@ void Calibrator::downward(int c, double* marginals) {
   for (int d : children_[ci])
     add(to_child_[std::size_t(d)], sep_marginal_[std::size_t(d)].data());
   for (std::size_t pos : clique_queries_[ci])
-    add(queries_[pos].index, query_output(pos, marginals));
+    add(queries_[pos].index,
+        queries_[pos].laid.empty() ? query_output(pos, marginals) : queries_[pos].laid.data());
   const bool keep = !after.empty();
   with_index(up, [&](auto up_idx) {
     parallel_sweep(up.cells, targets,
@@ -862,9 +933,18 @@ double Calibrator::run(const double* potentials, double* marginals) {
   // Each potential's product form, exp(f - max f), read by the upward fast path.
   for (std::size_t f = 0; f < potentials_.size(); ++f) {
     const std::uint64_t lo = potential_offset_[f], hi = potential_offset_[f + 1];
+    pot_logged_[f] = 0;
     potential_max_[f] = max_of(potentials + lo, hi - lo, kNegInf);
-    if (std::isfinite(potential_max_[f]))
+    if (!std::isfinite(potential_max_[f])) continue;
+    if (pot_layout_[f] == potentials_[f]) {
       exp_shifted(potentials, potential_prob_.data(), potential_max_[f], lo, hi);
+      continue;
+    }
+    exp_shifted(potentials + lo, pot_scratch_.data(), potential_max_[f], 0, hi - lo);
+    with_index(pot_order_[f], [&](auto idx) {
+      gather_kernel<Gather::kAssign>(potential_prob_.data() + lo, pot_scratch_.data(), idx, 0,
+                                     hi - lo);
+    });
   }
   const auto& order = tree_->order();
   for (std::size_t i = order.size(); i-- > 0;) upward(order[i], potentials);
@@ -872,6 +952,14 @@ double Calibrator::run(const double* potentials, double* marginals) {
   const double log_partition = log_values(-1 - root, potentials)[0];
   if (!std::isfinite(log_partition)) diagnose(potentials, log_partition);
   for (int c : order) downward(c, marginals);
+  for (std::size_t pos = 0; pos < queries_.size(); ++pos) {
+    const Query& q = queries_[pos];
+    if (q.laid.empty()) continue;
+    double* out = query_output(pos, marginals);
+    with_index(q.order, [&](auto idx) {
+      gather_kernel<Gather::kAssign>(out, q.laid.data(), idx, 0, q.order.cells);
+    });
+  }
   // Queries read from earlier (larger) queries, in evaluation order.
   const std::size_t k = belief_.size();
   for (std::size_t pos = 0; pos < queries_.size(); ++pos) {
@@ -947,15 +1035,24 @@ CalibratedTree Calibrator::snapshot(Self& self) {
   std::vector<Factor> separators;
   for (std::size_t c = 0; c < self.belief_.size(); ++c) {
     const auto& clique = t.cliques()[c];
+    const auto& layout = self.layout_[c];
     std::vector<double> belief = take(self.belief_[c]);
     if (!self.marginal_held_[c])   // E: times the ratio, as downward() made the marginal
       with_index(self.to_parent_[c], [&](auto idx) {
         gather_kernel<Gather::kMultiply>(belief.data(), self.maximum_[c].data(), idx, 0,
                                          belief.size());
       });
-    beliefs.emplace_back(clique, t.shape_of(clique), std::move(belief));
+    if (layout == clique)
+      beliefs.emplace_back(clique, t.shape_of(clique), std::move(belief));
+    else
+      beliefs.push_back(Factor(layout, t.shape_of(layout), std::move(belief)).transpose(clique));
     const auto& sep = t.separator(int(c));
-    separators.emplace_back(sep, t.shape_of(sep), take(self.sep_marginal_[c]));
+    const auto& sep_layout = self.sep_layout_[c];
+    if (sep_layout == sep)
+      separators.emplace_back(sep, t.shape_of(sep), take(self.sep_marginal_[c]));
+    else
+      separators.push_back(
+          Factor(sep_layout, t.shape_of(sep_layout), take(self.sep_marginal_[c])).transpose(sep));
   }
   if constexpr (!std::is_const_v<Self>) self.spent_ = true;
   return CalibratedTree(self.tree_, std::move(beliefs), self.log_partition_, std::move(separators));

@@ -119,8 +119,9 @@ static void check_beliefs(const CalibratedTree& cal, const JunctionTree& tree,
 
 static void test_large_cliques_and_shifting_potentials() {
   // A clique of 80730 cells is swept in pieces by two threads, with a query as large as the
-  // clique, children's separators, and a block index (onto {2, 4}) whose blocks of 138 cells
-  // the pieces and slices cut. The cases move the potentials by thousands; make the product
+  // clique, children's separators, and potentials and queries in orders other than their
+  // layout (the clique is laid out (1, 4, 0, 2, 3): the sizes' order, 23 innermost, so {2, 4}
+  // is read in runs of 23 onto one cell, not in the tree's order's blocks). The cases move the potentials by thousands; make the product
   // of their product forms (each <= 1) flush to 0 everywhere (a gap of 1000: the
   // per-separator-cell path) or fall below 1e-250 without flushing (a gap of 600: the sweep is
   // redone, scaled by the largest product); and move the rows with attribute 3 = 0 3000 up
@@ -132,8 +133,12 @@ static void test_large_cliques_and_shifting_potentials() {
   const Lists queries{{4, 3, 2, 1, 0}, {1, 4}, {0, 2}, {2, 4}, {5, 3}, {3}, {4}};
   auto tree = std::make_shared<JunctionTree>(shape, potentials);
   const auto& clique = tree->cliques()[std::size_t(tree->containing_clique({0, 1, 2, 3, 4}))];
+  const std::vector<AttrId> laid = table_layout(clique, shape);
+  CHECK((laid == std::vector<AttrId>{1, 4, 0, 2, 3}));
   CHECK(make_cell_index(clique, shape_of(clique, shape), {2, 4}).kind ==
         CellIndex::Kind::kBlocks);
+  const CellIndex runs = make_cell_index(laid, shape_of(laid, shape), table_layout({2, 4}, shape));
+  CHECK(runs.kind == CellIndex::Kind::kRuns && runs.run == 23 && runs.step == 0);
   Calibrator calibrator(tree, potentials, queries);
   std::mt19937_64 rng(11);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -165,6 +170,34 @@ static void test_large_cliques_and_shifting_potentials() {
     CHECK_NEAR(beliefs_only.run(flat.data(), nullptr), log_z, 0.0);
     for (const Calibrator* from : {&calibrator, &beliefs_only})
       check_beliefs(from->calibrated(), *tree, joint);
+  }
+}
+
+static void test_layouts_of_small_cliques() {
+  // Every attribute under 16 cells: the laid-out clique (1, 0, 3, 2) of shape (2, 3, 4, 5)
+  // reads {2} in one block of 120 cells over 5, and the tables in other orders (potential
+  // {2, 0, 3, 1}, queries {3, 0} and {2, 1}) are moved into and out of their layouts. Ties in
+  // size go by id: {4, 5} (both 3 cells) is laid out (4, 5) whatever order it is given in.
+  // Against the joint, over rounds that send the clique to the per-separator-cell fallback.
+  const std::vector<std::int64_t> shape{3, 2, 5, 4, 3, 3};
+  const Lists potentials{{2, 0, 3, 1}, {2}, {5, 4, 0}, {4}};
+  const Lists queries{{3, 0}, {2, 1}, {2}, {5, 4}, {0, 2, 1, 3}, {4, 0}};
+  CHECK((table_layout({0, 1, 2, 3}, shape) == std::vector<AttrId>{1, 0, 3, 2}));
+  CHECK((table_layout({5, 4}, shape) == std::vector<AttrId>{4, 5}));
+  const CellIndex blocks = make_cell_index({1, 0, 3, 2}, {2, 3, 4, 5}, {2});
+  CHECK(blocks.kind == CellIndex::Kind::kBlocks && blocks.run == 120 && blocks.width == 5);
+  auto tree = std::make_shared<JunctionTree>(shape, potentials);
+  Calibrator calibrator(tree, potentials, queries);
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> normal(0.0, 2.0);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> flat(calibrator.potential_cells());
+    for (double& v : flat) v = normal(rng);
+    if (round == 1)   // the first potential 1000 down where attribute 2 (its first axis) is 0
+      for (std::uint64_t i = 0; i < 3 * 4 * 2; ++i) flat[i] -= 1000.0;
+    if (round == 2) flat[5] = -INFINITY;
+    const Factor joint = check_run(calibrator, potentials, queries, shape, flat, nullptr);
+    check_beliefs(calibrator.calibrated(), *tree, joint);
   }
 }
 
@@ -245,7 +278,8 @@ static void test_cell_index() {
   // and size-1 axes: each storage kind must agree with brute force.
   const std::vector<AttrId> attrs{0, 1, 2, 3};
   for (const auto& shape : {std::vector<std::int64_t>{2, 3, 2, 5}, {3, 1, 16, 9},
-                            {4, 12, 1, 2}, {1, 1, 1, 1}, {2, 70000, 1, 1}, {3, 7, 5, 2}}) {
+                            {4, 12, 1, 2}, {1, 1, 1, 1}, {2, 70000, 1, 1}, {3, 7, 5, 2},
+                            {3, 2, 5, 17}, {2, 16, 1, 1}}) {
     std::vector<AttrId> perm{0, 1, 2, 3};
     std::sort(perm.begin(), perm.end());
     do {
@@ -269,6 +303,14 @@ static void test_cell_index() {
   CHECK(suffix.kind == CellIndex::Kind::kRuns && suffix.run == 24 && suffix.step == 1);
   CHECK(make_cell_index({0, 1, 2}, {5, 4, 3}, {0}).kind == CellIndex::Kind::kNarrow);  // run 12
   CHECK(make_cell_index({0, 1}, {2, 3}, {1, 0}).kind == CellIndex::Kind::kNarrow);
+  // A long last axis that the sub-table holds elsewhere: runs along it at the sub-table's
+  // stride for it (20 cells of (3, 20) onto (1, 0): step 3), not one entry a cell.
+  const CellIndex strided = make_cell_index({0, 1}, {3, 20}, {1, 0});
+  CHECK(strided.kind == CellIndex::Kind::kRuns && strided.run == 20 && strided.step == 3);
+  CHECK(strided.bases.size() == 3);
+  const CellIndex unit = make_cell_index({0, 1, 2}, {4, 16, 1}, {1, 0});  // a size-1 axis after
+  CHECK(unit.kind == CellIndex::Kind::kRuns && unit.run == 16 && unit.step == 4);
+  CHECK(make_cell_index({0, 1}, {3, 15}, {1, 0}).kind == CellIndex::Kind::kNarrow);  // 15 < 16
   CHECK(make_cell_index({0, 1}, {70000, 2}, {0}).kind == CellIndex::Kind::kWide);
   // AIM's (age, marital, sex, native-country, income) onto its separator without the
   // native country: blocks of 42 x 2 cells over 2 consecutive separator cells.
@@ -354,6 +396,7 @@ int main() {
   test_queries_match_the_joint();
   test_large_cliques_and_shifting_potentials();
   test_prefix_of_terms();
+  test_layouts_of_small_cliques();
   test_cell_index();
   test_spread_is_the_transpose_of_marginalising();
   test_bad_input();

@@ -264,9 +264,11 @@ class CalibratedTree:
     def project_many(self, attrs_list: Sequence[Sequence[str]], *,
                      by_source: bool = False) -> list[Factor]:
         """``[project(a) for a in attrs_list]`` in one compiled call. ``by_source``: the
-        two-attribute queries in no common clique are answered by one outward pass of the tree
-        per source attribute instead of one elimination each: the same marginals up to
-        rounding (so not bit for bit), much less work for many pairs (AIM's 2-way pool)."""
+        queries in no common clique of which one attribute leaves the others in one clique
+        (pairs; triples two of whose attributes share a clique) are answered by one outward
+        pass of the tree per source attribute instead of one elimination each: the same
+        marginals up to rounding (so not bit for bit), much less work for many such queries
+        (AIM's 2-way and 3-way pools)."""
         queries = _query_many(self.tree, attrs_list)
         values = self._core.project_many([ids for ids, _ in queries], bool(by_source))
         return [Factor._trusted(sub, v) for (_, sub), v in zip(queries, values)]

@@ -1050,7 +1050,7 @@ void CalibratedTree::project_queries(const std::vector<std::vector<AttrId>>& att
   double work = 0.0;
   for (std::size_t i = 0; i < attrs_list.size(); ++i) {
     const int home = tree_->containing_clique(attrs_list[i]);
-    if (by_source && home < 0 && attrs_list[i].size() == 2) {
+    if (by_source && home < 0 && has_source(*tree_, attrs_list[i])) {
       pairs.push_back(i);
       continue;
     }
@@ -1058,7 +1058,7 @@ void CalibratedTree::project_queries(const std::vector<std::vector<AttrId>>& att
     work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
   }
   if (!pairs.empty())
-    project_pairs_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out,
+    project_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out,
                             true, nullptr, dest);
   const std::size_t workers =
       work < 2.0 * double(kGrainCells)

@@ -1,4 +1,4 @@
-// Two-attribute marginals of a calibrated tree by one outward pass per source attribute
+// Marginals across cliques of a calibrated tree by one outward pass per source attribute
 // (private to the kernels; CalibratedTree::project_many(by_source) calls it).
 #pragma once
 
@@ -10,8 +10,9 @@
 
 namespace dpcore {
 
-/// out[i] = the marginal of attrs_list[i] (two attributes in no common clique of `tree`, in
-/// that order, summing to 1) for every i of `which`; `beliefs` and `separator_marginals` are
+/// out[i] = the marginal of attrs_list[i] (attributes in no common clique of `tree` of which
+/// one leaves the others in one clique, has_source; in that order, summing to 1) for every i
+/// of `which` (InvalidArgument for one without a source); `beliefs` and `separator_marginals` are
 /// a CalibratedTree's. Equal to CalibratedTree::project() up to rounding. `share`: the
 /// reductions of a clique that do not depend on the source are computed once for the call
 /// (false recomputes them in every pass: the same numbers, bit for bit; for tests).
@@ -27,7 +28,12 @@ struct PairPassPlan {
 /// reduction); any other layout is computed by multiply() and project().
 Factor product_projected(const Factor& q, const Factor& r, const std::vector<AttrId>& keep);
 
-void project_pairs_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
+/// Whether a source pass can answer `attrs`: two or more attributes, one of which (the
+/// source) leaves the others inside one clique (every pair; a triple two of whose attributes
+/// share a clique).
+bool has_source(const JunctionTree& tree, const std::vector<AttrId>& attrs);
+
+void project_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
                              const std::vector<Factor>& separator_marginals,
                              const std::vector<std::vector<AttrId>>& attrs_list,
                              const std::vector<std::size_t>& which, std::vector<Factor>* out,

@@ -253,10 +253,10 @@ static void test_pair_passes_split_and_share() {
   for (int c : tree->order())
     if (tree->parent(c) >= 0) seps[std::size_t(c)] = cal.beliefs()[std::size_t(c)].project(tree->separator(c));
   PairPassPlan plan;
-  project_pairs_by_source(*tree, cal.beliefs(), seps, pairs, which, &shared, true, &plan);
+  project_by_source(*tree, cal.beliefs(), seps, pairs, which, &shared, true, &plan);
   CHECK(plan.split);
   CHECK(plan.split_cells < plan.smaller_cells);
-  project_pairs_by_source(*tree, cal.beliefs(), seps, pairs, which, &alone, false);
+  project_by_source(*tree, cal.beliefs(), seps, pairs, which, &alone, false);
   const std::vector<Factor> api = cal.project_many(pairs, true);
   for (std::size_t q = 0; q < pairs.size(); ++q) {
     CHECK(shared[q].values() == alone[q].values());
@@ -266,7 +266,36 @@ static void test_pair_passes_split_and_share() {
       CHECK_NEAR(shared[q].values()[i], want.values()[i], 1e-12);
       CHECK_NEAR(api[q].values()[i], want.values()[i], 1e-12);   // its separators: calibration's
     }
+  }  // Triples across cliques with two attributes in one clique: answered by the pass of the
+  // third (each such triple has one; the ones in three cliques have none and stay out).
+  std::vector<std::vector<AttrId>> triples;
+  std::vector<std::size_t> some;
+  std::size_t none = 0;
+  for (AttrId a = 0; a < 10; ++a)
+    for (AttrId b = a + 1; b < 10; ++b)
+      for (AttrId c = b + 1; c < 10; ++c) {
+        const std::vector<AttrId> q{c, a, b};
+        if (tree->containing_clique(q) >= 0) continue;
+        if (!has_source(*tree, q)) {
+          ++none;
+          continue;
+        }
+        some.push_back(triples.size());
+        triples.push_back(q);
+      }
+  CHECK(some.size() > 20 && none > 20);
+  std::vector<Factor> three(triples.size()), three_alone(triples.size());
+  project_by_source(*tree, cal.beliefs(), seps, triples, some, &three, true);
+  project_by_source(*tree, cal.beliefs(), seps, triples, some, &three_alone, false);
+  for (std::size_t q = 0; q < triples.size(); ++q) {
+    CHECK(three[q].values() == three_alone[q].values());
+    CHECK(three[q].attrs() == triples[q]);
+    const Factor want = joint.project(triples[q]);
+    for (std::uint64_t i = 0; i < want.size(); ++i)
+      CHECK_NEAR(three[q].values()[i], want.values()[i], 1e-12);
   }
+  CHECK_THROWS(project_by_source(*tree, cal.beliefs(), seps, {{5, 6, 7}}, {0}, &three, true),
+               InvalidArgument);   // 5, 6 and 7 hang off 0 in three cliques
 }
 
 // The pair passes' fused product and sum against multiply().project(), bit for bit: random

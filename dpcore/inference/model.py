@@ -170,7 +170,8 @@ class GraphicalModel:
         """``[project(a) for a in attrs_list]``, with less work: a query contained in another
         query of the list is summed out of that one's marginal, and the rest run in one
         compiled, threaded call (AIM projects every candidate every round). ``by_source``:
-        pairs spanning cliques by one pass per source attribute
+        pairs (and triples with two attributes in one clique) spanning cliques by one pass
+        per source attribute
         (:meth:`dpcore.junction_tree.CalibratedTree.project_many`; equal up to rounding)."""
         from dpcore.factor import Factor
 

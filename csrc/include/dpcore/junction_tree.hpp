@@ -120,9 +120,11 @@ class CalibratedTree {
   /// out the attributes that no neighbour and no query needs.
   Factor project(const std::vector<AttrId>& attrs) const;
   /// project() for each attribute list, the queries split over up to 4 threads. With
-  /// `by_source`, the two-attribute queries in no common clique are instead answered by one
-  /// outward pass per source attribute (csrc/src/pair_projection.cpp): the same marginals up
-  /// to rounding, far less work when many pairs share an attribute (AIM's all-2-way pool).
+  /// `by_source`, the queries in no common clique of which one attribute leaves the others in
+  /// one clique (pairs; triples two of whose attributes share a clique) are instead answered
+  /// by one outward pass per source attribute (csrc/src/pair_projection.cpp): the same
+  /// marginals up to rounding, far less work when many queries share an attribute (AIM's
+  /// all-2-way and all-3-way pools).
   std::vector<Factor> project_many(const std::vector<std::vector<AttrId>>& attrs_list,
                                    bool by_source = false) const;
   /// project_many()'s values, query i's (row-major) written to dest[i], bit for bit the same,

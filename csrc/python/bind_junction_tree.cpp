@@ -164,7 +164,12 @@ void bind_junction_tree(py::module_& m) {
       .def_property_readonly("beliefs",
                              [](const CalibratedTree& c) {
                                py::list out;
-                               for (const Factor& f : c.beliefs()) out.append(to_array(f));
+                               // in the tree's clique order, as Python's beliefs are
+                               const auto& cliques = c.tree().cliques();
+                               for (std::size_t i = 0; i < cliques.size(); ++i) {
+                                 const Factor& f = c.beliefs()[i];
+                                 out.append(to_array(f.attrs() == cliques[i] ? f : f.transpose(cliques[i])));
+                               }
                                return out;
                              })
       .def(

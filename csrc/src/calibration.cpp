@@ -1034,7 +1034,6 @@ CalibratedTree Calibrator::snapshot(Self& self) {
   std::vector<Factor> beliefs;
   std::vector<Factor> separators;
   for (std::size_t c = 0; c < self.belief_.size(); ++c) {
-    const auto& clique = t.cliques()[c];
     const auto& layout = self.layout_[c];
     std::vector<double> belief = take(self.belief_[c]);
     if (!self.marginal_held_[c])   // E: times the ratio, as downward() made the marginal
@@ -1042,10 +1041,7 @@ CalibratedTree Calibrator::snapshot(Self& self) {
         gather_kernel<Gather::kMultiply>(belief.data(), self.maximum_[c].data(), idx, 0,
                                          belief.size());
       });
-    if (layout == clique)
-      beliefs.emplace_back(clique, t.shape_of(clique), std::move(belief));
-    else
-      beliefs.push_back(Factor(layout, t.shape_of(layout), std::move(belief)).transpose(clique));
+    beliefs.emplace_back(layout, t.shape_of(layout), std::move(belief));   // as it is laid out
     const auto& sep = t.separator(int(c));
     const auto& sep_layout = self.sep_layout_[c];
     if (sep_layout == sep)

@@ -608,9 +608,13 @@ CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
     throw InvalidArgument("calibrated tree needs one belief per clique, got " +
                           std::to_string(beliefs_.size()) + " for " +
                           std::to_string(tree_->cliques().size()) + " cliques");
-  for (std::size_t c = 0; c < beliefs_.size(); ++c)
-    if (beliefs_[c].attrs() != tree_->cliques()[c])
+  for (std::size_t c = 0; c < beliefs_.size(); ++c) {
+    std::vector<AttrId> attrs = beliefs_[c].attrs(), clique = tree_->cliques()[c];
+    std::sort(attrs.begin(), attrs.end());
+    std::sort(clique.begin(), clique.end());
+    if (attrs != clique)
       throw InvalidArgument("belief " + std::to_string(c) + " must be over its clique's attributes");
+  }
   if (separator_marginals_.empty()) {
     separator_marginals_.resize(beliefs_.size());
     for (int c : tree_->order())

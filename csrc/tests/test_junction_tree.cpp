@@ -97,9 +97,25 @@ static void check_against_brute_force(const std::vector<std::int64_t>& shape,
   const Factor joint = brute_joint(shape, pots, &log_z);
   CHECK_NEAR(cal.log_partition(), log_z, 1e-10);
   for (std::size_t c = 0; c < tree->cliques().size(); ++c) {
-    const Factor want = joint.project(tree->cliques()[c]);
+    const Factor want = joint.project(cal.beliefs()[c].attrs());   // in the belief's own order
     for (std::uint64_t i = 0; i < want.size(); ++i)
       CHECK_NEAR(cal.beliefs()[c].values()[i], want.values()[i], 1e-12);
+  }
+  // A calibrated tree takes each belief in any order of its clique's attributes (the tree's
+  // order here, the Calibrator's layout above: the same projections up to rounding), and no
+  // other set.
+  std::vector<Factor> in_order;
+  for (std::size_t c = 0; c < tree->cliques().size(); ++c)
+    in_order.push_back(cal.beliefs()[c].transpose(tree->cliques()[c]));
+  const CalibratedTree reordered(tree, in_order, cal.log_partition());
+  for (AttrId a = 0; a < AttrId(shape.size()); ++a) {   // summed in another order: to rounding
+    const Factor x = reordered.project({a}), y = cal.project({a});
+    for (std::uint64_t i = 0; i < x.size(); ++i) CHECK_NEAR(x.values()[i], y.values()[i], 1e-15);
+  }
+  if (tree->cliques()[0].size() > 1) {
+    std::vector<Factor> wrong = in_order;
+    wrong[0] = in_order[0].project({tree->cliques()[0][0]});
+    CHECK_THROWS(CalibratedTree(tree, wrong, cal.log_partition()), InvalidArgument);
   }
   // Every pair and triple of attributes, in and out of cliques, in reversed order; the
   // threaded batch gives the same tables as one query at a time.

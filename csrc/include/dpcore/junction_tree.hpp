@@ -107,7 +107,10 @@ class CalibratedTree {
 
   const JunctionTree& tree() const { return *tree_; }
   const std::shared_ptr<const JunctionTree>& tree_ptr() const { return tree_; }
-  /// One probability table per clique (attributes as in tree().cliques()), each summing to 1.
+  /// One probability table per clique over its attributes, each summing to 1. The axis
+  /// order is the table's own (Factor::attrs()): a Calibrator's snapshot keeps its layout
+  /// (table_layout, largest axis innermost, which projections sweep fastest); transpose to
+  /// tree().cliques()[c] where the clique's order is needed.
   const std::vector<Factor>& beliefs() const { return beliefs_; }
   /// log Σ_x exp(Σ_f f(x_f)).
   double log_partition() const { return log_partition_; }

@@ -1006,9 +1006,11 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
     AttrSet local, keep;
     plan_clique(c, kids, &local, &keep);
     const Factor& belief = beliefs_[std::size_t(c)];
-    const Factor reduced = local.size() == belief.attrs().size() ? belief : belief.project(local);
-    parts.insert(parts.begin(), &reduced);
-    Factor m = parts.size() == 1 ? reduced.project(keep) : contract_all(parts, keep, t.shape());
+    Factor summed;   // the belief summed down to what the clique keeps, unless that is all
+    const Factor* reduced = &belief;
+    if (local.size() != belief.attrs().size()) reduced = &(summed = belief.project(local));
+    parts.insert(parts.begin(), reduced);
+    Factor m = parts.size() == 1 ? reduced->project(keep) : contract_all(parts, keep, t.shape());
     for (int x : nbrs[std::size_t(c)])
       if (x != up[std::size_t(c)]) msg[std::size_t(x)] = Factor();
     const int p = up[std::size_t(c)];

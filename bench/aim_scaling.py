@@ -9,7 +9,7 @@ exponential mechanism). The attribute-count axis is ``bench/wide.py`` (national2
 Not private: it reads the real data to grade.
 
     python bench/aim_scaling.py run --label after [--eps 0.1 0.3 1 3 10] [--seeds 0]
-    python bench/aim_scaling.py report     # bench/results/aim_scaling.md
+    python bench/aim_scaling.py report     # bench/results/aim_scaling.md's table (notes kept)
 """
 from __future__ import annotations
 
@@ -71,9 +71,17 @@ def report() -> None:
             split = r["wall_split_s"]
             lines.append(f"| {label} | {r['epsilon']:g} | {r['seed']} | {r['cpu_s']} | {r['error']} | "
                          f"{r['rounds']} | {r['model_mb']} | {split.get('estimate', 0)} / {split.get('select', 0)} |")
+    # the notes after the table (each session's measurements, by hand) are kept
+    notes = []
+    if os.path.exists(RESULTS_MD):
+        old = open(RESULTS_MD).read().split("\n")
+        at = next((i for i, line in enumerate(old) if line.startswith("|")), len(old))
+        while at < len(old) and old[at].startswith("|"):
+            at += 1
+        notes = old[at:]
     tmp = RESULTS_MD + ".tmp"
     with open(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines + notes).rstrip("\n") + "\n")
     os.replace(tmp, RESULTS_MD)
 
 

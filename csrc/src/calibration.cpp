@@ -660,8 +660,10 @@ double Calibrator::fold_probs(int c) {
 
 void Calibrator::fold_logs(int c, const double* potentials) {
   for (Term& term : terms_[std::size_t(c)]) {
-    if (term.folds.empty()) continue;
+    // Every term's log table made here, before the sweep: log_values() fills a message's or
+    // a potential's in its layout on first use, and the sweep's threads must only read them.
     const double* own = log_values(term.source, potentials);
+    if (term.folds.empty()) continue;
     std::copy(own, own + term.sum.size(), term.sum.begin());
     for (const auto& [source, index] : term.folds) {
       const double* v = log_values(source, potentials);

@@ -145,7 +145,8 @@ class Calibrator {
   double prob_offset(int source) const;
   // Product forms of the clique's folded terms; returns the shift, Σ of all offsets.
   double fold_probs(int clique);
-  void fold_logs(int clique, const double* potentials);  // log tables of the folded terms
+  // Every term's log table made (before a sweep reads them), and the folded terms' sums.
+  void fold_logs(int clique, const double* potentials);
   // Potentials + child messages into cells [lo, hi) of the clique's log-belief (fallback).
   void log_belief(int clique, const double* potentials, std::uint64_t lo, std::uint64_t hi);
   // E = scale_ * Π of the terms' product forms on cells [lo, hi), into e (at cell lo).

@@ -265,7 +265,8 @@ class CalibratedTree:
                      by_source: bool = False) -> list[Factor]:
         """``[project(a) for a in attrs_list]`` in one compiled call. ``by_source``: the
         queries in no common clique of which one attribute leaves the others in one clique
-        (pairs; triples two of whose attributes share a clique) are answered by one outward
+        (every pair; a triple two of whose attributes share a clique; any larger query with
+        such an attribute) are answered by one outward
         pass of the tree per source attribute instead of one elimination each: the same
         marginals up to rounding (so not bit for bit), much less work for many such queries
         (AIM's 2-way and 3-way pools)."""

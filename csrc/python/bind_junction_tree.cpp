@@ -168,7 +168,9 @@ void bind_junction_tree(py::module_& m) {
                                const auto& cliques = c.tree().cliques();
                                for (std::size_t i = 0; i < cliques.size(); ++i) {
                                  const Factor& f = c.beliefs()[i];
-                                 out.append(to_array(f.attrs() == cliques[i] ? f : f.transpose(cliques[i])));
+                                 out.append(to_array(f.attrs() == cliques[i]
+                                                         ? f
+                                                         : f.transpose(cliques[i])));
                                }
                                return out;
                              })

@@ -301,10 +301,11 @@ bool is_subset(const std::vector<AttrId>& sub, const std::vector<AttrId>& set) {
 // both its cliques' and a potential's or query's is its clique's.
 std::vector<AttrId> table_layout(const std::vector<AttrId>& attrs,
                                  const std::vector<std::int64_t>& shape) {
+  check_attr_ids(attrs, int(shape.size()), "laid-out attributes");
   std::vector<AttrId> out = attrs;
   std::sort(out.begin(), out.end(), [&](AttrId a, AttrId b) {
-    return shape[std::size_t(a)] != shape[std::size_t(b)] ? shape[std::size_t(a)] < shape[std::size_t(b)]
-                                                          : a < b;
+    const std::int64_t x = shape[std::size_t(a)], y = shape[std::size_t(b)];
+    return x != y ? x < y : a < b;
   });
   return out;
 }
@@ -453,15 +454,16 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
   // caller's flat potentials are put in it each run (cells of one whose order differs).
   pot_layout_.resize(potentials_.size());
   pot_order_.resize(potentials_.size());
+  pot_moved_.assign(potentials_.size(), 0);
   std::uint64_t widest = 0;
   for (std::size_t f = 0; f < potentials_.size(); ++f) {
     pot_layout_[f] = table_layout(potentials_[f], t.shape());
     if (pot_layout_[f] == potentials_[f]) continue;
+    pot_moved_[f] = 1;
     pot_order_[f] = make_cell_index(pot_layout_[f], t.shape_of(pot_layout_[f]), potentials_[f]);
     widest = std::max(widest, pot_order_[f].cells);
   }
   pot_scratch_.resize(widest);
-  pot_log_.resize(potential_offset_.back());
   pot_logged_.assign(potentials_.size(), 0);
   layout_.resize(k);
   sep_layout_.resize(k);
@@ -495,10 +497,12 @@ Calibrator::Calibrator(std::shared_ptr<const JunctionTree> tree,
     };
     std::vector<Candidate> candidates;
     for (int f : clique_potentials[c])
-      candidates.push_back({f, pot_layout_[std::size_t(f)],
-                            potential_offset_[std::size_t(f) + 1] - potential_offset_[std::size_t(f)]});
+      candidates.push_back(
+          {f, pot_layout_[std::size_t(f)],
+           potential_offset_[std::size_t(f) + 1] - potential_offset_[std::size_t(f)]});
     for (int d : children_[c])
-      candidates.push_back({-1 - d, sep_layout_[std::size_t(d)], to_parent_[std::size_t(d)].sub_cells});
+      candidates.push_back(
+          {-1 - d, sep_layout_[std::size_t(d)], to_parent_[std::size_t(d)].sub_cells});
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate& a, const Candidate& b) { return a.cells > b.cells; });
     const auto& clique = layout_[c];
@@ -606,9 +610,12 @@ const double* Calibrator::log_values(int source, const double* potentials) {
   if (source >= 0) {
     const auto f = std::size_t(source);
     const double* own = potentials + potential_offset_[f];
-    if (pot_layout_[f] == potentials_[f]) return own;
+    if (!pot_moved_[f]) return own;
+    // the fallback's read of a potential in its layout, made once a run by fold_logs() before
+    // any sweep (the table is allocated on the first fallback: most fits never take it)
+    if (pot_log_.empty()) pot_log_.resize(potential_offset_.back());
     double* laid = pot_log_.data() + potential_offset_[f];
-    if (!pot_logged_[f]) {  // the fallback's read of a potential in its layout, once a run
+    if (!pot_logged_[f]) {
       with_index(pot_order_[f], [&](auto idx) {
         gather_kernel<Gather::kAssign>(laid, own, idx, 0, pot_order_[f].cells);
       });
@@ -938,7 +945,7 @@ double Calibrator::run(const double* potentials, double* marginals) {
     pot_logged_[f] = 0;
     potential_max_[f] = max_of(potentials + lo, hi - lo, kNegInf);
     if (!std::isfinite(potential_max_[f])) continue;
-    if (pot_layout_[f] == potentials_[f]) {
+    if (!pot_moved_[f]) {
       exp_shifted(potentials, potential_prob_.data(), potential_max_[f], lo, hi);
       continue;
     }

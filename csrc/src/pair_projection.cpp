@@ -169,17 +169,21 @@ class SharedReductions {
   std::unique_ptr<Slot[]> slots_;
 };
 
-// Which end of each pair is the source of the pass that answers it. A pass costs, at each
-// clique it crosses without its source a, |a| times the cells of (entry separator ∪ exit
-// separator, or ∪ the target): sources far from a large clique in the middle of the tree pay
-// it once each. Two rules, and the one whose planned work is smaller is taken (ties: the
-// first):
-//  * the end with the smaller domain (ties: the lower id);
-//  * for a pair whose path between the ends' cliques crosses other cliques, the largest of
-//    those (ties: the lower index) decides: removing it splits the tree, and the sources are
-//    taken on the side whose attributes weigh less (Σ domain sizes): every source there
-//    crosses it, so the crossings cost Σ |a| of that side. Otherwise the first rule.
-// The choice changes only the order of sums (the answers agree up to rounding).
+// Which attribute of each query is the source of the pass that answers it, among those that
+// leave the others in one clique (both ends of a pair; for a triple, those whose two others
+// share a clique). A pass costs, at each clique it crosses without its source a, |a| times
+// the cells of (entry separator ∪ exit separator, or ∪ the target): sources far from a large
+// clique in the middle of the tree pay it once each. Two rules, and the one whose planned work
+// is smaller is taken (ties: the first):
+//  * the source with the smaller domain (ties: the lower id);
+//  * for a source whose pass to its reader crosses other cliques, the largest of those (ties:
+//    the lower index) splits the tree, and the source on the side whose query attributes
+//    weigh less (Σ domain sizes over the batch's queries) is taken: every source there
+//    crosses it, so the crossings cost Σ |a| of that side; a pass crossing none weighs 0.
+// For a pair, both ends see the same clique between them, so a batch of pairs alone is
+// oriented as by the pair rule before triples were added; triples in the batch add their
+// attributes to the weights. The choice changes only the order of sums (the answers agree up
+// to rounding).
 class Orientation {
  public:
   Orientation(const JunctionTree& t, const std::vector<Factor>& beliefs,
@@ -268,8 +272,8 @@ class Orientation {
         for (std::size_t j = 0; j < choices.size(); ++j) {
           const int h = home(choices[j].source);
           const int x = largest_between(h, choices[j].reader);
-          const double w = x < 0 ? 0.0
-                                 : weight_[std::size_t(x)][std::size_t(side_[std::size_t(x)][std::size_t(h)])];
+          const auto side = x < 0 ? 0 : side_[std::size_t(x)][std::size_t(h)];
+          const double w = x < 0 ? 0.0 : weight_[std::size_t(x)][std::size_t(side)];
           if (w < lightest) {
             lightest = w;
             pick = j;

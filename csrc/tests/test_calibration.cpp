@@ -107,17 +107,22 @@ static Factor check_run(Calibrator& calibrator, const Lists& potentials, const L
 }
 
 // Every clique's belief in a snapshot against the joint, in the belief's own axis order (the
-// Calibrator's layout: by size, then id).
+// Calibrator's layout: by size, then id), and every separator marginal in the separator's.
 static void check_beliefs(const CalibratedTree& cal, const JunctionTree& tree,
                           const Factor& joint) {
-  for (std::size_t c = 0; c < tree.cliques().size(); ++c) {
-    const Factor& got = cal.beliefs()[c];
-    CHECK(got.attrs() == table_layout(tree.cliques()[c], tree.shape()));
+  auto check = [&](const Factor& got) {
     const Factor want = joint.project(got.attrs());
     double worst = 0.0;
     for (std::uint64_t i = 0; i < want.size(); ++i)
       worst = std::max(worst, std::abs(got.values()[i] - want.values()[i]));
     CHECK(worst <= 1e-12);
+  };
+  for (std::size_t c = 0; c < tree.cliques().size(); ++c) {
+    CHECK(cal.beliefs()[c].attrs() == table_layout(tree.cliques()[c], tree.shape()));
+    check(cal.beliefs()[c]);
+    if (tree.parent(int(c)) < 0) continue;
+    CHECK(cal.separator_marginals()[c].attrs() == tree.separator(int(c)));
+    check(cal.separator_marginals()[c]);
   }
 }
 
@@ -125,7 +130,8 @@ static void test_large_cliques_and_shifting_potentials() {
   // A clique of 80730 cells is swept in pieces by two threads, with a query as large as the
   // clique, children's separators, and potentials and queries in orders other than their
   // layout (the clique is laid out (1, 4, 0, 2, 3): the sizes' order, 23 innermost, so {2, 4}
-  // is read in runs of 23 onto one cell, not in the tree's order's blocks). The cases move the potentials by thousands; make the product
+  // is read in runs of 23 onto one cell, not in the tree's order's blocks). The cases move
+  // the potentials by thousands; make the product
   // of their product forms (each <= 1) flush to 0 everywhere (a gap of 1000: the
   // per-separator-cell path) or fall below 1e-250 without flushing (a gap of 600: the sweep is
   // redone, scaled by the largest product); and move the rows with attribute 3 = 0 3000 up
@@ -182,7 +188,10 @@ static void test_layouts_of_small_cliques() {
   // reads {2} in one block of 120 cells over 5, and the tables in other orders (potential
   // {2, 0, 3, 1}, queries {3, 0} and {2, 1}) are moved into and out of their layouts. Ties in
   // size go by id: {4, 5} (both 3 cells) is laid out (4, 5) whatever order it is given in.
-  // Against the joint, over rounds that send the clique to the per-separator-cell fallback.
+  // Against the joint, over rounds that send the child clique to the per-separator-cell
+  // fallback (attribute 0, the separator, = 0 moved 1000 down in one clique and up in the
+  // other: its rows are far apart in either clique, and the marginals bring them back), which
+  // reads the potentials' log tables in their layouts.
   const std::vector<std::int64_t> shape{3, 2, 5, 4, 3, 3};
   const Lists potentials{{2, 0, 3, 1}, {2}, {5, 4, 0}, {4}};
   const Lists queries{{3, 0}, {2, 1}, {2}, {5, 4}, {0, 2, 1, 3}, {4, 0}};
@@ -197,8 +206,12 @@ static void test_layouts_of_small_cliques() {
   for (int round = 0; round < 3; ++round) {
     std::vector<double> flat(calibrator.potential_cells());
     for (double& v : flat) v = normal(rng);
-    if (round == 1)   // the first potential 1000 down where attribute 2 (its first axis) is 0
-      for (std::uint64_t i = 0; i < 3 * 4 * 2; ++i) flat[i] -= 1000.0;
+    if (round == 1) {   // {2, 0, 3, 1}: attribute 0 is its second axis; {5, 4, 0}: its last
+      for (std::uint64_t i = 0; i < 5 * 3 * 4 * 2; ++i)
+        if ((i / (4 * 2)) % 3 == 0) flat[i] -= 1000.0;
+      for (std::uint64_t i = 0; i < 3 * 3 * 3; ++i)
+        if (i % 3 == 0) flat[5 * 3 * 4 * 2 + 5 + i] += 1000.0;
+    }
     if (round == 2) flat[5] = -INFINITY;
     const Factor joint = check_run(calibrator, potentials, queries, shape, flat, nullptr);
     check_beliefs(calibrator.calibrated(), *tree, joint);

@@ -46,8 +46,8 @@ namespace dpcore {
 /// are the sub-table's last axes too: step 1), only each run's first sub-table cell is
 /// stored, and kernels sweep runs as contiguous or broadcast vectors; a table that is its own
 /// sub-table is one run. A last axis of at least 16 cells that the sub-table holds elsewhere
-/// is a run at the sub-table's stride for it (step > 1). When step-1 runs are shorter (`width` cells) but the axes before
-/// them are not in the sub-table, blocks of at least 16 cells repeat one stretch of `width`
+/// is a run at the sub-table's stride for it (step > 1). When step-1 runs are shorter
+/// (`width` cells) but the axes before them are not in the sub-table, blocks of at least 16 cells repeat one stretch of `width`
 /// sub-table cells, and only each block's first sub-table cell is stored (kBlocks; scatters
 /// reduce a block with a stride instead of updating alternating outputs cell by cell).
 /// Otherwise there is an entry a cell, 16-bit when the sub-table has at most 65536 cells.
@@ -71,7 +71,8 @@ CellIndex make_cell_index(const std::vector<AttrId>& attrs, const std::vector<st
                           const std::vector<AttrId>& sub_attrs);
 
 /// `attrs` in the order a Calibrator lays out tables over them: by (shape[a], a), the largest
-/// last.
+/// last; `shape` is the domain's, by attribute id (InvalidArgument for an id outside it or a
+/// repeated one).
 std::vector<AttrId> table_layout(const std::vector<AttrId>& attrs,
                                  const std::vector<std::int64_t>& shape);
 
@@ -196,6 +197,7 @@ class Calibrator {
   std::vector<std::vector<AttrId>> pot_layout_;  // per potential: its tables' axis order
   std::vector<CellIndex> pot_order_;  // per potential in another order: layout cell -> own cell
   std::vector<double> pot_scratch_;   // one potential's exp in its own order
+  std::vector<char> pot_moved_;       // per potential: its layout is not its own order
   std::vector<double> pot_log_;       // flat: the log tables in layout order, for the fallback
   std::vector<char> pot_logged_;      // per potential: pot_log_ holds this run's
   std::vector<double> scale_;                 // per clique: the fast path's scale of E

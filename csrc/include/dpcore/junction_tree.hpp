@@ -112,6 +112,9 @@ class CalibratedTree {
   /// (table_layout, largest axis innermost, which projections sweep fastest); transpose to
   /// tree().cliques()[c] where the clique's order is needed.
   const std::vector<Factor>& beliefs() const { return beliefs_; }
+  /// The marginal of separator(c) for every clique c but the root (over its attributes in
+  /// separator(c)'s order; the root's is empty).
+  const std::vector<Factor>& separator_marginals() const { return separator_marginals_; }
   /// log Σ_x exp(Σ_f f(x_f)).
   double log_partition() const { return log_partition_; }
 
@@ -124,7 +127,8 @@ class CalibratedTree {
   Factor project(const std::vector<AttrId>& attrs) const;
   /// project() for each attribute list, the queries split over up to 4 threads. With
   /// `by_source`, the queries in no common clique of which one attribute leaves the others in
-  /// one clique (pairs; triples two of whose attributes share a clique) are instead answered
+  /// one clique (every pair; a triple two of whose attributes share a clique; any larger
+  /// query with such an attribute) are instead answered
   /// by one outward pass per source attribute (csrc/src/pair_projection.cpp): the same
   /// marginals up to rounding, far less work when many queries share an attribute (AIM's
   /// all-2-way and all-3-way pools).

@@ -115,6 +115,15 @@ Factor product_projected(const Factor& q, const Factor& r, const std::vector<Att
 
 namespace {
 
+// The clique a pass from source `a` reads `attrs`' answer from: the smallest holding the
+// others, or -1 when they share none.
+int reader_of(const JunctionTree& t, const std::vector<AttrId>& attrs, AttrId a) {
+  std::vector<AttrId> rest;
+  for (AttrId x : attrs)
+    if (x != a) rest.push_back(x);
+  return t.containing_clique(rest);
+}
+
 // One query answered by a pass: where the answer goes and the clique it is read from.
 struct Target {
   std::size_t index;  // into the output
@@ -240,13 +249,9 @@ class Orientation {
   // (the reader), in increasing (domain size, id): both ends of a pair, the attributes of a
   // triple whose two others share a clique.
   std::vector<Target> options(std::size_t i) {
-    const std::vector<AttrId>& q = attrs_list_[i];
     std::vector<std::pair<AttrId, int>> found;
-    for (AttrId a : q) {
-      std::vector<AttrId> rest;
-      for (AttrId x : q)
-        if (x != a) rest.push_back(x);
-      const int reader = rest.size() == 1 ? home(rest[0]) : t_.containing_clique(rest);
+    for (AttrId a : attrs_list_[i]) {
+      const int reader = reader_of(t_, attrs_list_[i], a);
       if (reader >= 0) found.emplace_back(a, reader);
     }
     std::sort(found.begin(), found.end(), [&](const auto& x, const auto& y) {
@@ -397,15 +402,9 @@ class Orientation {
 }  // namespace
 
 bool has_source(const JunctionTree& t, const std::vector<AttrId>& attrs) {
-  if (attrs.size() < 2) return false;
-  std::vector<AttrId> rest;
-  for (AttrId a : attrs) {
-    rest.clear();
-    for (AttrId x : attrs)
-      if (x != a) rest.push_back(x);
-    if (t.containing_clique(rest) >= 0) return true;
-  }
-  return false;
+  return attrs.size() >= 2 && std::any_of(attrs.begin(), attrs.end(), [&](AttrId a) {
+           return reader_of(t, attrs, a) >= 0;
+         });
 }
 
 void project_by_source(const JunctionTree& t, const std::vector<Factor>& beliefs,

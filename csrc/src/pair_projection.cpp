@@ -223,8 +223,15 @@ class Orientation {
     p.split_cells = planned_cells(split);
     p.smaller_cells = planned_cells(smaller);
     p.split = p.split_cells < p.smaller_cells;
-    if (plan != nullptr) *plan = p;
-    return p.split ? split : smaller;
+    std::vector<std::vector<Target>>& taken = p.split ? split : smaller;
+    if (plan != nullptr) {
+      std::vector<AttrId> source_of(attrs_list_.size(), -1);
+      for (const auto& targets : taken)
+        for (const Target& g : targets) source_of[g.index] = g.source;
+      for (std::size_t i : which_) p.sources.push_back(source_of[i]);
+      *plan = std::move(p);
+    }
+    return std::move(taken);
   }
 
   // Parent links and breadth-first order of the tree rooted at clique h.

@@ -22,6 +22,7 @@ struct PairPassPlan {
   bool split = false;          // the sources came from the tree-split rule
   double split_cells = 0.0;    // planned multiply cells of the split rule
   double smaller_cells = 0.0;  // ... of the smaller-domain rule
+  std::vector<AttrId> sources;  // the source of each query of `which`, in its order
 };
 /// multiply(q, r).project(keep), bit for bit, without the product as a Factor when q is over
 /// (a, S...) and r over (S..., E...) with a not in r (a pass's P(a | S) times a clique's

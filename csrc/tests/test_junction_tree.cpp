@@ -310,6 +310,32 @@ static void test_pair_passes_split_and_share() {
     for (std::uint64_t i = 0; i < want.size(); ++i)
       CHECK_NEAR(three[q].values()[i], want.values()[i], 1e-12);
   }
+  // A triple with two possible sources, on the chain {0, 1} - {1, 2}: 0 (its others {1, 2}
+  // share a clique) and 2; 1 is none. Both passes cross no clique, so both rules take the one
+  // of smaller domain, whichever its position in the query.
+  for (const auto& chain_shape : {std::vector<std::int64_t>{5, 3, 2}, {2, 3, 5}}) {
+    auto chain = std::make_shared<JunctionTree>(chain_shape, Cliques{{0, 1}, {1, 2}});
+    std::vector<Factor> chain_pots;
+    for (const auto& c : chain->cliques()) chain_pots.push_back(random_factor(c, chain_shape, rng));
+    const CalibratedTree chained = calibrate(chain, chain_pots);
+    std::vector<Factor> chain_seps(chain->cliques().size());
+    for (int c : chain->order())
+      if (chain->parent(c) >= 0)
+        chain_seps[std::size_t(c)] = chained.beliefs()[std::size_t(c)].project(chain->separator(c));
+    std::vector<Factor> one(2);
+    PairPassPlan chosen;
+    project_by_source(*chain, chained.beliefs(), chain_seps, {{1, 0, 2}, {2, 1, 0}}, {0, 1},
+                      &one, true, &chosen);
+    const AttrId smaller = chain_shape[0] < chain_shape[2] ? 0 : 2;
+    CHECK((chosen.sources == std::vector<AttrId>{smaller, smaller}));
+    double chain_log_z = 0.0;
+    const Factor joint3 = brute_joint(chain_shape, chain_pots, &chain_log_z);
+    for (std::size_t q = 0; q < 2; ++q) {
+      const Factor want = joint3.project(one[q].attrs());
+      for (std::uint64_t i = 0; i < want.size(); ++i)
+        CHECK_NEAR(one[q].values()[i], want.values()[i], 1e-12);
+    }
+  }
   CHECK_THROWS(project_by_source(*tree, cal.beliefs(), seps, {{5, 6, 7}}, {0}, &three, true),
                InvalidArgument);   // 5, 6 and 7 hang off 0 in three cliques
 }

@@ -1052,20 +1052,20 @@ void CalibratedTree::project_queries(const std::vector<std::vector<AttrId>>& att
   // Queries are independent and project() only reads the tree: split them over the cores,
   // unless they are all cheap (sums within small cliques), where starting threads would cost
   // more than the work (the estimation loop calls this every iteration).
-  std::vector<std::size_t> own, pairs;  // queries for project(), pairs for the source passes
+  std::vector<std::size_t> own, sourced;  // queries for project(), for the source passes
   double work = 0.0;
   for (std::size_t i = 0; i < attrs_list.size(); ++i) {
     const int home = tree_->containing_clique(attrs_list[i]);
     if (by_source && home < 0 && has_source(*tree_, attrs_list[i])) {
-      pairs.push_back(i);
+      sourced.push_back(i);
       continue;
     }
     own.push_back(i);
     work += home < 0 ? double(kGrainCells) : double(beliefs_[std::size_t(home)].size());
   }
-  if (!pairs.empty())
-    project_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, pairs, &out,
-                            true, nullptr, dest);
+  if (!sourced.empty())
+    project_by_source(*tree_, beliefs_, separator_marginals_, attrs_list, sourced, &out, true,
+                      nullptr, dest);
   const std::size_t workers =
       work < 2.0 * double(kGrainCells)
           ? 1

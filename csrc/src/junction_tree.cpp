@@ -625,181 +625,6 @@ CalibratedTree::CalibratedTree(std::shared_ptr<const JunctionTree> tree,
     throw InvalidArgument("calibrated tree needs one separator marginal per clique");
 }
 
-// out[keep] = Σ over the other attributes of Π parts, swept over the union of the parts'
-// attributes with one odometer, so the product over the union is never stored. The two
-// largest axes are innermost and swept as a block: the odometer's bookkeeping is paid once
-// per block, not per cell, whatever the order of the parts' own axes.
-void contract(const std::vector<const Factor*>& parts, Factor* out) {
-  std::vector<AttrId> u;
-  std::vector<std::int64_t> us;
-  for (const Factor* f : parts)
-    for (std::size_t i = 0; i < f->attrs().size(); ++i)
-      if (std::find(u.begin(), u.end(), f->attrs()[i]) == u.end()) {
-        u.push_back(f->attrs()[i]);
-        us.push_back(f->shape()[i]);
-      }
-  std::fill(out->values().begin(), out->values().end(), 0.0);
-  const std::size_t k = parts.size();
-  if (u.empty()) {
-    double v = 1.0;
-    for (const Factor* f : parts) v *= f->data()[0];
-    out->data()[0] = v;
-    return;
-  }
-  // Axes by extent, largest last (stable: ties keep the parts' order).
-  std::vector<std::size_t> perm(u.size());
-  std::iota(perm.begin(), perm.end(), std::size_t{0});
-  std::stable_sort(perm.begin(), perm.end(),
-                   [&](std::size_t a, std::size_t b) { return us[a] < us[b]; });
-  std::vector<AttrId> axes;
-  std::vector<std::int64_t> extent;
-  for (std::size_t i : perm) {
-    axes.push_back(u[i]);
-    extent.push_back(us[i]);
-  }
-  if (axes.size() == 1) {  // a second, unit axis so the block is always two-dimensional
-    axes.insert(axes.begin(), -1);
-    extent.insert(extent.begin(), 1);
-  }
-  const std::size_t r = axes.size();
-  // Each part, and the output, laid out so that the sweep's innermost axis has stride 0 or 1
-  // (a copy of its own cells in the sweep's axis order, against the union's cells swept). In a part's
-  // own (domain) order an inner axis of the sweep can have a stride of ~10^5 cells, a cache
-  // and TLB miss per cell (a triple across AIM's hub clique swept ~2e9 cells that way, ~85 %
-  // of a late round's selection). The products and the order of the additions are the
-  // sweep's, unchanged, so the values are the same bit for bit.
-  std::vector<Factor> moved;
-  moved.reserve(k + 1);  // no reallocation: `laid` points into it
-  // Only a table whose innermost sweep axis is not already its own last (read with a stride
-  // > 1 a cell) is copied; copying every table out of the sweep's order as well measured
-  // slower (the copies cost more than the misses they saved).
-  auto sweep_order = [&](const Factor& f) {
-    std::vector<AttrId> order;
-    if (std::find(f.attrs().begin(), f.attrs().end(), axes[r - 1]) == f.attrs().end() ||
-        f.attrs().back() == axes[r - 1])
-      return order;  // empty: as it is
-    for (AttrId a : axes)
-      if (std::find(f.attrs().begin(), f.attrs().end(), a) != f.attrs().end()) order.push_back(a);
-    return order;  // empty: as it is
-  };
-  std::vector<const Factor*> laid(k);
-  for (std::size_t j = 0; j < k; ++j) {
-    const std::vector<AttrId> order = sweep_order(*parts[j]);
-    laid[j] = parts[j];
-    if (order.empty()) continue;
-    moved.push_back(parts[j]->transpose(order));
-    laid[j] = &moved.back();
-  }
-  Factor* const result = out;
-  if (const std::vector<AttrId> order = sweep_order(*out); !order.empty()) {
-    moved.emplace_back(order, out->shape_of(order), 0.0);  // added into `result` below
-    out = &moved.back();
-  }
-  // strides[j][axis]: stride of union axis `axis` in part j (j = k: the output).
-  std::vector<std::vector<std::int64_t>> strides(k + 1, std::vector<std::int64_t>(r, 0));
-  auto fill = [&](const Factor& f, std::vector<std::int64_t>& st) {
-    std::int64_t step = 1;
-    for (std::size_t i = f.attrs().size(); i-- > 0;) {
-      st[std::size_t(std::find(axes.begin(), axes.end(), f.attrs()[i]) - axes.begin())] = step;
-      step *= f.shape()[i];
-    }
-  };
-  for (std::size_t j = 0; j < k; ++j) fill(*laid[j], strides[j]);
-  fill(*out, strides[k]);
-  const std::int64_t n0 = extent[r - 1], n1 = extent[r - 2];
-  std::vector<std::int64_t> idx(r, 0), off(k + 1, 0);
-  double* dst = out->data();
-  std::vector<double> row(static_cast<std::size_t>(n0));
-  double* rw = row.data();
-  // Two parts (contract_all's only call) with every inner stride 0 or 1 (the parts laid out
-  // above): the product and the sum in one loop, without the row buffer. The same products
-  // (p0 * p1, as rw = p0; rw *= p1 forms them) added in the same order: the same bits.
-  const bool fused = k == 2 && strides[0][r - 1] <= 1 && strides[1][r - 1] <= 1 &&
-                     strides[2][r - 1] <= 1;
-  for (;;) {
-    if (fused) {
-      const std::int64_t s0 = strides[0][r - 1], s1 = strides[1][r - 1];
-      for (std::int64_t i1 = 0; i1 < n1; ++i1) {
-        const double* p0 = laid[0]->data() + off[0] + i1 * strides[0][r - 2];
-        const double* p1 = laid[1]->data() + off[1] + i1 * strides[1][r - 2];
-        double* d = dst + off[2] + i1 * strides[2][r - 2];
-        if (strides[2][r - 1] == 0) {
-          double acc = 0.0;
-          if (s0 == 0) {
-            const double v = *p0;
-            for (std::int64_t t = 0; t < n0; ++t) acc += v * p1[t * s1];
-          } else if (s1 == 0) {
-            const double v = *p1;
-            for (std::int64_t t = 0; t < n0; ++t) acc += p0[t] * v;
-          } else {
-            for (std::int64_t t = 0; t < n0; ++t) acc += p0[t] * p1[t];
-          }
-          *d += acc;
-        } else if (s0 == 0) {
-          const double v = *p0;
-          if (s1 == 0) {
-            const double w = v * *p1;
-            for (std::int64_t t = 0; t < n0; ++t) d[t] += w;
-          } else {
-            for (std::int64_t t = 0; t < n0; ++t) d[t] += v * p1[t];
-          }
-        } else if (s1 == 0) {
-          const double v = *p1;
-          for (std::int64_t t = 0; t < n0; ++t) d[t] += p0[t] * v;
-        } else {
-          for (std::int64_t t = 0; t < n0; ++t) d[t] += p0[t] * p1[t];
-        }
-      }
-    }
-    for (std::int64_t i1 = 0; i1 < n1 && !fused; ++i1) {
-      {
-        const std::int64_t s = strides[0][r - 1];
-        const double* p = laid[0]->data() + off[0] + i1 * strides[0][r - 2];
-        if (s == 1) {
-          for (std::int64_t t = 0; t < n0; ++t) rw[t] = p[t];
-        } else {
-          for (std::int64_t t = 0; t < n0; ++t) rw[t] = p[t * s];
-        }
-      }
-      for (std::size_t j = 1; j < k; ++j) {
-        const std::int64_t s = strides[j][r - 1];
-        const double* p = laid[j]->data() + off[j] + i1 * strides[j][r - 2];
-        if (s == 0) {
-          const double v = *p;
-          for (std::int64_t t = 0; t < n0; ++t) rw[t] *= v;
-        } else if (s == 1) {
-          for (std::int64_t t = 0; t < n0; ++t) rw[t] *= p[t];
-        } else {
-          for (std::int64_t t = 0; t < n0; ++t) rw[t] *= p[t * s];
-        }
-      }
-      const std::int64_t so = strides[k][r - 1];
-      double* d = dst + off[k] + i1 * strides[k][r - 2];
-      if (so == 0) {
-        double acc = 0.0;
-        for (std::int64_t t = 0; t < n0; ++t) acc += rw[t];
-        *d += acc;
-      } else {
-        for (std::int64_t t = 0; t < n0; ++t) d[t * so] += rw[t];
-      }
-    }
-    std::size_t a = r - 2;
-    for (;;) {
-      if (a == 0) {
-        if (out != result)   // result is zeros: the sums land unchanged (0 + x = x)
-          broadcast_add(result->data(), out->data(),
-                        make_stride_map(result->attrs(), result->shape(), out->attrs(), out->shape()));
-        return;
-      }
-      --a;
-      for (std::size_t j = 0; j <= k; ++j) off[j] += strides[j][a];
-      if (++idx[a] < extent[a]) break;
-      for (std::size_t j = 0; j <= k; ++j) off[j] -= strides[j][a] * extent[a];
-      idx[a] = 0;
-    }
-  }
-}
-
 namespace {
 
 using AttrSet = std::vector<AttrId>;
@@ -816,83 +641,170 @@ double cells_of(const AttrSet& set, const std::vector<std::int64_t>& shape) {
   return cells;
 }
 
-// One pairwise contraction: parts x and y (x < y) are replaced, at x, by their product summed
-// down to `kept`.
+// One pairwise contraction of a plan: operands x and y (a part's index below the number of
+// parts, else part count + the index of an earlier step), summed down to `kept`.
 struct Step {
   std::size_t x, y;
   AttrSet kept;
 };
 
-// Greedy order for Σ_{not keep} Π parts by pairwise contraction: next, the pair that minimises
-// the cells swept (their union) plus the cells of the result, which keeps only the attributes
-// that `keep` or another part still needs. Sweeping all parts at once would visit every cell
-// of the union of all their attributes, the clique times every attribute carried through it:
-// orders of magnitude more. Returns the cells swept in all (the final sum-out included).
-double plan_contraction(std::vector<AttrSet> parts, const AttrSet& keep,
-                        const std::vector<std::int64_t>& shape, std::vector<Step>* steps) {
-  double cost = 0.0;
-  auto kept_of = [&](std::size_t x, std::size_t y) {
-    AttrSet kept;
-    for (std::size_t side : {x, y})
-      for (AttrId a : parts[side]) {
-        bool needed = has(keep, a);
-        for (std::size_t j = 0; j < parts.size() && !needed; ++j)
-          needed = j != x && j != y && has(parts[j], a);
-        if (needed) insert(&kept, a);
-      }
-    return kept;
-  };
-  while (parts.size() > 1) {
-    Step best{0, 1, {}};
-    double best_cost = std::numeric_limits<double>::infinity();
-    for (std::size_t x = 0; x < parts.size(); ++x)
-      for (std::size_t y = x + 1; y < parts.size(); ++y) {
-        AttrSet both = parts[x];
-        for (AttrId a : parts[y]) insert(&both, a);
-        AttrSet kept = kept_of(x, y);
-        const double c = cells_of(both, shape) + cells_of(kept, shape);
-        if (c < best_cost) {
-          best_cost = c;
-          best = Step{x, y, std::move(kept)};
-        }
-      }
-    cost += best_cost;
-    parts[best.x] = best.kept;
-    parts.erase(parts.begin() + std::ptrdiff_t(best.y));
-    if (steps) steps->push_back(std::move(best));
-  }
-  return cost + cells_of(parts[0], shape);
+// What contract() costs, in ~ns on the machine it was measured on (bench/results): a product
+// in its tiles ~0.1-0.2, a cell of an operand laid out (copied) ~1, a cell of the result ~4
+// (allocated, zeroed, first touched, written). The products are the cells of the union of the
+// operands' attributes after each operand's own unkept ones are summed out (at the copy).
+constexpr double kProductCost = 0.2, kOperandCost = 1.0, kResultCost = 4.0;
+
+double step_cost(const AttrSet& x, const AttrSet& y, const AttrSet& kept,
+                 const std::vector<std::int64_t>& shape) {
+  AttrSet swept;
+  for (AttrId a : x)
+    if (has(y, a) || has(kept, a)) swept.push_back(a);
+  for (AttrId a : y)
+    if (!has(x, a) && has(kept, a)) swept.push_back(a);
+  return kProductCost * cells_of(swept, shape) +
+         kOperandCost * (cells_of(x, shape) + cells_of(y, shape)) +
+         kResultCost * cells_of(kept, shape);
 }
 
-// Σ_{not keep} Π parts, contracted in plan_contraction's order; the result is over `keep`.
-Factor contract_all(std::vector<const Factor*> parts, const AttrSet& keep,
+// Up to this many parts the cheapest order of pairwise contractions is found exactly (by
+// subsets: 3^n splits); beyond it (a clique with more children than any query of AIM's has
+// attributes), greedily.
+constexpr std::size_t kExactPlanParts = 10;
+
+// Order for Σ_{not keep} Π parts by pairwise contraction (each result keeps only the
+// attributes `keep` or a part outside it needs), of least step_cost in all: which parts to
+// join first matters by orders of magnitude (a message joined early carries its attribute
+// through every later product). Returns that cost, the steps (children first) in *steps.
+double plan_contraction(const std::vector<AttrSet>& parts, const AttrSet& keep,
+                        const std::vector<std::int64_t>& shape, std::vector<Step>* steps) {
+  const std::size_t n = parts.size();
+  if (steps) steps->clear();
+  if (n <= 1) return 0.0;
+  AttrSet local;   // every attribute of the problem
+  for (const AttrSet& part : parts)
+    for (AttrId a : part) insert(&local, a);
+  for (AttrId a : keep) insert(&local, a);
+  std::vector<std::int64_t> local_shape;
+  for (AttrId a : local) local_shape.push_back(shape[std::size_t(a)]);
+  if (n > kExactPlanParts || local.size() > 64) {   // greedy: the cheapest join next
+    std::vector<AttrSet> sets = parts;   // each keeps what the others or `keep` need
+    std::vector<std::size_t> id(n);
+    std::iota(id.begin(), id.end(), std::size_t{0});
+    double cost = 0.0;
+    while (sets.size() > 1) {
+      std::size_t bx = 0, by = 1;
+      double best = std::numeric_limits<double>::infinity();
+      AttrSet best_kept;
+      for (std::size_t x = 0; x < sets.size(); ++x)
+        for (std::size_t y = x + 1; y < sets.size(); ++y) {
+          AttrSet kept;
+          for (std::size_t side : {x, y})
+            for (AttrId a : sets[side]) {
+              bool needed = has(keep, a);
+              for (std::size_t z = 0; z < sets.size() && !needed; ++z)
+                needed = z != x && z != y && has(sets[z], a);
+              if (needed) insert(&kept, a);
+            }
+          const double c = step_cost(sets[x], sets[y], kept, shape);
+          if (c < best) {
+            best = c;
+            bx = x;
+            by = y;
+            best_kept = std::move(kept);
+          }
+        }
+      cost += best;
+      if (steps) {
+        steps->push_back(Step{id[bx], id[by], best_kept});
+        id[bx] = n + steps->size() - 1;
+      }
+      sets[bx] = std::move(best_kept);
+      sets.erase(sets.begin() + std::ptrdiff_t(by));
+      id.erase(id.begin() + std::ptrdiff_t(by));
+    }
+    return cost;
+  }
+  // Exactly, over subsets of the parts, with the attributes as bits of a word.
+  const std::uint32_t full = (std::uint32_t(1) << n) - 1;
+  std::vector<std::uint64_t> bit_of_part(n), union_of(full + 1, 0), kept(full + 1);
+  std::uint64_t keep_bits = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    for (AttrId a : parts[i]) bit_of_part[i] |= std::uint64_t(1) << (std::find(local.begin(), local.end(), a) - local.begin());
+  for (AttrId a : keep)
+    keep_bits |= std::uint64_t(1) << (std::find(local.begin(), local.end(), a) - local.begin());
+  auto cells = [&](std::uint64_t bits) {
+    double c = 1.0;
+    for (; bits != 0; bits &= bits - 1) c *= double(local_shape[std::size_t(__builtin_ctzll(bits))]);
+    return c;
+  };
+  std::vector<double> best(full + 1, 0.0), kept_cells(full + 1);
+  std::vector<std::uint32_t> split(full + 1, 0);
+  for (std::uint32_t mask = 1; mask <= full; ++mask) {
+    const std::size_t first = std::size_t(__builtin_ctz(mask));
+    union_of[mask] = union_of[mask & (mask - 1)] | bit_of_part[first];
+  }
+  for (std::uint32_t mask = 1; mask <= full; ++mask) {
+    const bool single = (mask & (mask - 1)) == 0;
+    // a part as it is; a contraction keeps what `keep` or a part outside it needs
+    kept[mask] = single ? union_of[mask] : union_of[mask] & (keep_bits | union_of[full ^ mask]);
+    kept_cells[mask] = cells(kept[mask]);
+    if (single) continue;
+    best[mask] = std::numeric_limits<double>::infinity();
+    const std::uint32_t low = mask & (~mask + 1);   // in the first half: each split once
+    for (std::uint32_t sub = (mask - 1) & mask; sub != 0; sub = (sub - 1) & mask) {
+      if (!(sub & low)) continue;
+      const std::uint32_t rest = mask ^ sub;
+      const std::uint64_t x = kept[sub], y = kept[rest], k = kept[mask];
+      const double c = best[sub] + best[rest] + kProductCost * cells((x & y) | ((x | y) & k)) +
+                       kOperandCost * (kept_cells[sub] + kept_cells[rest]) +
+                       kResultCost * kept_cells[mask];
+      if (c < best[mask]) {
+        best[mask] = c;
+        split[mask] = sub;
+      }
+    }
+  }
+  if (steps) {
+    // children first; returns the operand index of mask's result
+    auto emit = [&](auto&& self, std::uint32_t mask) -> std::size_t {
+      if ((mask & (mask - 1)) == 0) return std::size_t(__builtin_ctz(mask));
+      const std::size_t x = self(self, split[mask]), y = self(self, mask ^ split[mask]);
+      AttrSet attrs;
+      for (std::uint64_t bits = kept[mask]; bits != 0; bits &= bits - 1)
+        attrs.push_back(local[std::size_t(__builtin_ctzll(bits))]);
+      steps->push_back(Step{x, y, std::move(attrs)});
+      return n + steps->size() - 1;
+    };
+    emit(emit, full);
+  }
+  return best[full];
+}
+
+// Σ_{not keep} Π parts, contracted in plan_contraction's order; the result is over keep's
+// attributes in an order of its own (contract()'s).
+Factor contract_all(const std::vector<const Factor*>& parts, const AttrSet& keep,
                     const std::vector<std::int64_t>& shape) {
   std::vector<AttrSet> sets;
   for (const Factor* f : parts) sets.push_back(f->attrs());
   std::vector<Step> steps;
   plan_contraction(sets, keep, shape, &steps);
-  std::vector<Factor> owned;
-  owned.reserve(steps.size());  // no reallocation: parts point into it
+  const std::size_t n = parts.size();
+  std::vector<Factor> done;
+  done.reserve(steps.size());
+  auto operand = [&](std::size_t i) -> const Factor& { return i < n ? *parts[i] : done[i - n]; };
   for (const Step& st : steps) {
-    std::vector<std::int64_t> kept_shape;
-    for (AttrId a : st.kept) kept_shape.push_back(shape[std::size_t(a)]);
-    owned.emplace_back(st.kept, kept_shape, 0.0);
-    contract({parts[st.x], parts[st.y]}, &owned.back());
-    parts[st.x] = &owned.back();
-    parts.erase(parts.begin() + std::ptrdiff_t(st.y));
+    done.push_back(contract(operand(st.x), operand(st.y), st.kept));
+    for (std::size_t i : {st.x, st.y})   // each result is an operand once: free it
+      if (i >= n) done[i - n] = Factor();
   }
-  return parts[0]->project(keep);
+  return steps.empty() ? parts[0]->project(keep) : std::move(done.back());
 }
 
-}  // namespace
-
-Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
-  const JunctionTree& t = *tree_;
-  check_attr_ids(attrs, t.num_attrs(), "projected attributes");
-  const int home = t.containing_clique(attrs);
-  if (home >= 0) return beliefs_[std::size_t(home)].project(attrs, false);
-  // Smallest subtree covering attrs: prune leaves whose wanted attributes all lie in their
-  // neighbour (by the running-intersection property, exactly the leaves that are not needed).
+// The smallest subtree of t covering attrs, as each clique's neighbours in it (empty lists
+// for the cliques outside it, and for a lone clique): leaves whose wanted attributes all lie
+// in their neighbour are pruned (by the running-intersection property, exactly the leaves
+// that are not needed).
+std::vector<std::vector<int>> covering_subtree(const JunctionTree& t, const AttrSet& attrs) {
   const std::size_t k = t.cliques().size();
   std::vector<std::vector<int>> nbrs(k);
   for (const auto& e : t.edges()) {
@@ -920,17 +832,31 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       changed = true;
     }
   }
-  for (auto& list : nbrs)
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](int x) { return !alive[std::size_t(x)]; }),
-               list.end());
+  for (std::size_t c = 0; c < k; ++c) {
+    if (!alive[c]) nbrs[c].clear();
+    nbrs[c].erase(std::remove_if(nbrs[c].begin(), nbrs[c].end(),
+                                 [&](int x) { return !alive[std::size_t(x)]; }),
+                  nbrs[c].end());
+  }
+  return nbrs;
+}
+
+}  // namespace
+
+Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
+  const JunctionTree& t = *tree_;
+  check_attr_ids(attrs, t.num_attrs(), "projected attributes");
+  const int home = t.containing_clique(attrs);
+  if (home >= 0) return beliefs_[std::size_t(home)].project(attrs, false);
+  const std::size_t k = t.cliques().size();
+  std::vector<std::vector<int>> nbrs = covering_subtree(t, attrs);
 
   // Messages flow to a root: each clique sends the marginal of its separator plus the wanted
   // attributes at or below it, times the inverse separator marginal (the subtree's joint is
   // the root's belief times every other belief over its separator marginal). Wanted
-  // attributes away from the root are carried in every message on their way to it, which
-  // multiplies those tables by their sizes, so every alive clique is costed as the root
-  // (cells swept by the planned contractions) and the cheapest wins.
+  // attributes away from the root are carried in the messages on their way to it, which
+  // multiplies those tables by their sizes, so every clique of the subtree is costed as the
+  // root (step_cost of the planned contractions) and the cheapest wins.
   std::vector<int> order;      // from the root, parents first
   std::vector<int> up(k, -1);  // neighbour towards the root
   auto root_at = [&](int root) {
@@ -975,7 +901,7 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
   int root = -1;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < k; ++r) {
-    if (!alive[r]) continue;
+    if (nbrs[r].empty()) continue;   // outside the subtree (a query across cliques: no lone clique)
     root_at(int(r));
     double cost = 0.0;
     for (std::size_t i = order.size(); i-- > 0;) {
@@ -984,8 +910,8 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       AttrSet local;
       plan_clique(c, parts, &local, &sent[std::size_t(c)]);
       parts.insert(parts.begin(), local);
-      cost += double(beliefs_[std::size_t(c)].size()) +
-              plan_contraction(std::move(parts), sent[std::size_t(c)], t.shape(), nullptr);
+      cost += kOperandCost * double(beliefs_[std::size_t(c)].size()) +   // its reduction
+              plan_contraction(parts, sent[std::size_t(c)], t.shape(), nullptr);
     }
     if (cost < best) {
       best = cost;
@@ -1015,6 +941,7 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       if (x != up[std::size_t(c)]) msg[std::size_t(x)] = Factor();
     const int p = up[std::size_t(c)];
     if (p < 0) {
+      if (m.attrs() != attrs) m = m.transpose(attrs);
       const double total = m.sum();
       if (total > 0.0) m.multiply_scalar(1.0 / total);
       return m;

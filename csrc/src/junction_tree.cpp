@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -872,32 +873,70 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
   auto separator = [&](int c) -> const AttrSet& {
     return t.parent(c) == up[std::size_t(c)] ? t.separator(c) : t.separator(up[std::size_t(c)]);
   };
-  // For clique c, given its children's message attributes: the attributes its reduced belief
-  // keeps and the attributes of what it sends up (the query itself at the root).
-  auto plan_clique = [&](int c, const std::vector<AttrSet>& kids, AttrSet* local,
-                         AttrSet* keep) {
+  // A message is a list of factors, its product. A factor whose attributes the clique sends
+  // up anyway (it came in over a separator inside the clique's outward one, with query
+  // attributes carried) passes through untouched: Σ_{c \ keep} β Π f / μ is Π of those times
+  // the same sum over the others. Only the others are joined with the clique's belief and
+  // 1 / μ; with none, and no query attribute of the clique's own to add, that sum is 1 and
+  // the clique adds nothing. (A query attribute in a leaf hung on the income attribute was
+  // carried through every clique on its way as a table over each separator: ~10^5 cells for
+  // what is 46.)
+  struct Plan {
+    AttrSet local, keep;                  // the belief reduced to; its own factor's attributes
+    std::vector<std::size_t> join, pass;  // incoming factors joined here, passed on
+    bool adds = true;                     // whether the clique sends a factor of its own
+    bool defer = false;                   // sends its reduced belief and 1 / μ unjoined
+  };
+  auto plan_clique = [&](int c, const std::vector<AttrSet>& incoming) {
+    Plan p;
     const bool top = up[std::size_t(c)] < 0;
-    AttrSet need = top ? AttrSet() : separator(c);
-    for (const AttrSet& m : kids)
-      for (AttrId a : m) insert(&need, a);
-    local->clear();
-    for (AttrId a : t.cliques()[std::size_t(c)])
-      if (has(need, a) || has(attrs, a)) local->push_back(a);
-    if (top) {
-      *keep = attrs;
-      return;
+    const AttrSet& clique = t.cliques()[std::size_t(c)];
+    p.keep = top ? attrs : separator(c);
+    AttrSet need = p.keep;
+    if (!top) {
+      for (AttrId a : attrs) {
+        bool here = has(clique, a);
+        for (const AttrSet& f : incoming) here = here || has(f, a);
+        if (here) insert(&p.keep, a);
+      }
     }
-    *keep = separator(c);
-    for (AttrId a : attrs)
-      if (has(*local, a) || has(need, a)) insert(keep, a);
+    for (std::size_t i = 0; i < incoming.size(); ++i) {
+      bool inside = !top;
+      for (AttrId a : incoming[i]) inside = inside && has(p.keep, a);
+      (inside ? p.pass : p.join).push_back(i);
+      if (!inside)
+        for (AttrId a : incoming[i]) insert(&need, a);
+    }
+    for (AttrId a : clique)
+      if (has(need, a) || has(attrs, a)) p.local.push_back(a);
+    AttrSet own;   // what the clique's own factor is over: the kept attributes the joined have
+    for (AttrId a : p.keep) {
+      bool in = has(p.local, a);
+      for (std::size_t i : p.join) in = in || has(incoming[i], a);
+      if (in) own.push_back(a);
+    }
+    p.keep = std::move(own);
+    p.adds = top || !p.join.empty() || p.keep.size() > separator(c).size();
+    // Nothing to sum beyond the reduction (a leaf with a query attribute): joining would only
+    // scale the belief by 1 / μ, a copy of it; the parent joins the two where it is cheapest.
+    p.defer = !top && p.adds && p.join.empty() && p.local.size() == p.keep.size();
+    return p;
   };
-  auto kid_sets = [&](int c, const std::vector<AttrSet>& sent) {
-    std::vector<AttrSet> kids;
+  // The parts a clique joins: its reduced belief, 1 / μ below the root, the joined factors.
+  auto parts_of = [&](int c, const Plan& p, const std::vector<AttrSet>& incoming) {
+    std::vector<AttrSet> parts{p.local};
+    if (up[std::size_t(c)] >= 0) parts.push_back(separator(c));
+    for (std::size_t i : p.join) parts.push_back(incoming[i]);
+    return parts;
+  };
+  std::vector<std::vector<AttrSet>> sent(k);
+  auto incoming_of = [&](int c, const std::vector<std::vector<AttrSet>>& lists) {
+    std::vector<AttrSet> in;
     for (int x : nbrs[std::size_t(c)])
-      if (x != up[std::size_t(c)]) kids.push_back(sent[std::size_t(x)]);
-    return kids;
+      if (x != up[std::size_t(c)])
+        in.insert(in.end(), lists[std::size_t(x)].begin(), lists[std::size_t(x)].end());
+    return in;
   };
-  std::vector<AttrSet> sent(k);
   int root = -1;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < k; ++r) {
@@ -906,12 +945,21 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
     double cost = 0.0;
     for (std::size_t i = order.size(); i-- > 0;) {
       const int c = order[i];
-      std::vector<AttrSet> parts = kid_sets(c, sent);
-      AttrSet local;
-      plan_clique(c, parts, &local, &sent[std::size_t(c)]);
-      parts.insert(parts.begin(), local);
-      cost += kOperandCost * double(beliefs_[std::size_t(c)].size()) +   // its reduction
-              plan_contraction(parts, sent[std::size_t(c)], t.shape(), nullptr);
+      const std::vector<AttrSet> in = incoming_of(c, sent);
+      const Plan p = plan_clique(c, in);
+      std::vector<AttrSet>& out = sent[std::size_t(c)];
+      out.clear();
+      if (p.adds) {
+        if (p.local.size() != t.cliques()[std::size_t(c)].size())
+          cost += kOperandCost * double(beliefs_[std::size_t(c)].size());   // its reduction
+        if (p.defer) {
+          out = parts_of(c, p, in);
+        } else {
+          cost += plan_contraction(parts_of(c, p, in), p.keep, t.shape(), nullptr);
+          out.push_back(p.keep);
+        }
+      }
+      for (std::size_t j : p.pass) out.push_back(in[j]);
     }
     if (cost < best) {
       best = cost;
@@ -919,40 +967,52 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
     }
   }
   root_at(root);
-  std::vector<Factor> msg(k);
+  using Part = std::shared_ptr<const Factor>;
+  std::vector<std::vector<Part>> msg(k);
   for (std::size_t i = order.size(); i-- > 0;) {
     const int c = order[i];
-    std::vector<const Factor*> parts;
-    std::vector<AttrSet> kids;
+    std::vector<Part> in;
     for (int x : nbrs[std::size_t(c)])
-      if (x != up[std::size_t(c)]) {
-        parts.push_back(&msg[std::size_t(x)]);
-        kids.push_back(msg[std::size_t(x)].attrs());
+      if (x != up[std::size_t(c)])
+        for (Part& f : msg[std::size_t(x)]) in.push_back(std::move(f));
+    std::vector<AttrSet> in_sets;
+    for (const Part& f : in) in_sets.push_back(f->attrs());
+    const Plan p = plan_clique(c, in_sets);
+    std::vector<Part>& out = msg[std::size_t(c)];
+    const int up_c = up[std::size_t(c)];
+    if (p.adds) {
+      const Factor& belief = beliefs_[std::size_t(c)];
+      // the belief summed down to what the clique keeps, unless that is all (then unowned)
+      Part reduced = p.local.size() == belief.attrs().size()
+                         ? Part(&belief, [](const Factor*) {})
+                         : std::make_shared<const Factor>(belief.project(p.local));
+      std::vector<Part> parts{reduced};
+      if (up_c >= 0) {
+        // The separator marginal is stored on whichever end is the child in the tree's
+        // rooting. A cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf
+        // into NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an
+        // empty one.
+        Factor inv = separator_marginals_[std::size_t(t.parent(c) == up_c ? c : up_c)];
+        for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
+        parts.push_back(std::make_shared<const Factor>(std::move(inv)));
       }
-    AttrSet local, keep;
-    plan_clique(c, kids, &local, &keep);
-    const Factor& belief = beliefs_[std::size_t(c)];
-    Factor summed;   // the belief summed down to what the clique keeps, unless that is all
-    const Factor* reduced = &belief;
-    if (local.size() != belief.attrs().size()) reduced = &(summed = belief.project(local));
-    parts.insert(parts.begin(), reduced);
-    Factor m = parts.size() == 1 ? reduced->project(keep) : contract_all(parts, keep, t.shape());
-    for (int x : nbrs[std::size_t(c)])
-      if (x != up[std::size_t(c)]) msg[std::size_t(x)] = Factor();
-    const int p = up[std::size_t(c)];
-    if (p < 0) {
-      if (m.attrs() != attrs) m = m.transpose(attrs);
-      const double total = m.sum();
-      if (total > 0.0) m.multiply_scalar(1.0 / total);
-      return m;
+      for (std::size_t j : p.join) parts.push_back(std::move(in[j]));
+      if (p.defer) {
+        out = std::move(parts);
+      } else {
+        std::vector<const Factor*> raw;
+        for (const Part& f : parts) raw.push_back(f.get());
+        Factor m = raw.size() == 1 ? reduced->project(p.keep) : contract_all(raw, p.keep, t.shape());
+        if (up_c < 0) {
+          if (m.attrs() != attrs) m = m.transpose(attrs);
+          const double total = m.sum();
+          if (total > 0.0) m.multiply_scalar(1.0 / total);
+          return m;
+        }
+        out.push_back(std::make_shared<const Factor>(std::move(m)));
+      }
     }
-    // The separator marginal is stored on whichever end is the child in the tree's rooting.
-    Factor inv = separator_marginals_[std::size_t(t.parent(c) == p ? c : p)];
-    // A separator cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf into
-    // NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an empty one.
-    for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
-    m.multiply_inplace(inv);
-    msg[std::size_t(c)] = std::move(m);
+    for (std::size_t j : p.pass) out.push_back(std::move(in[j]));
   }
   throw InvalidArgument("projection subtree has no top clique");  // unreachable: a tree
 }

@@ -14,9 +14,10 @@ namespace dpcore {
 /// shared kept attributes, summed over the shared attributes that are not kept, so it runs
 /// as one: with the values in registers, ~10x fewer ns a product than a sweep of the union
 /// cell by cell (every product is still formed). Attributes of one factor alone that are
-/// not kept are summed out of it first. Each cell's sum adds its products in one fixed order,
-/// whatever the layout of x and y; the rounding may differ between instruction sets (fused
-/// multiply-adds where the CPU has them).
+/// not kept are summed out of it first. Each cell's sum adds its products in the order of the
+/// summed cells in the larger factor's attribute order (so the bits depend on the factors'
+/// layouts, and may differ between instruction sets: the vector clones fuse multiply-adds,
+/// the loops for results of under four columns do not).
 Factor contract(const Factor& x, const Factor& y, const std::vector<AttrId>& keep);
 
 }  // namespace dpcore

@@ -22,6 +22,7 @@
 #include "pair_projection.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -414,17 +415,21 @@ bool has_source(const JunctionTree& t, const std::vector<AttrId>& attrs) {
          });
 }
 
-void project_by_source(const JunctionTree& t, const std::vector<Factor>& beliefs,
-                             const std::vector<Factor>& separators,
-                             const std::vector<std::vector<AttrId>>& attrs_list,
-                             const std::vector<std::size_t>& which, std::vector<Factor>* out,
-                             bool share, PairPassPlan* plan, double* const* dest) {
+bool project_by_source(const JunctionTree& t, const std::vector<Factor>& beliefs,
+                       const std::vector<Factor>& separators,
+                       const std::vector<std::vector<AttrId>>& attrs_list,
+                       const std::vector<std::size_t>& which, std::vector<Factor>* out,
+                       bool share, PairPassPlan* plan, double* const* dest,
+                       const std::function<bool(double)>& accept) {
   const std::size_t k = t.cliques().size();
   const int d = t.num_attrs();
   Orientation orientation(t, beliefs, attrs_list, which);
   auto home_of = [&](AttrId a) { return orientation.home(a); };
   for (AttrId a = 0; a < d; ++a) home_of(a);   // filled before the threads only read it
-  const std::vector<std::vector<Target>> by_source = orientation.choose(plan);
+  PairPassPlan chosen;
+  const std::vector<std::vector<Target>> by_source = orientation.choose(&chosen);
+  if (accept && !accept(std::min(chosen.split_cells, chosen.smaller_cells))) return false;
+  if (plan != nullptr) *plan = std::move(chosen);
   std::vector<AttrId> sources;
   for (AttrId a = 0; a < d; ++a)
     if (!by_source[std::size_t(a)].empty()) sources.push_back(a);
@@ -507,6 +512,7 @@ void project_by_source(const JunctionTree& t, const std::vector<Factor>& beliefs
   const std::size_t workers =
       all < 2.0 * double(kGrainCells) ? 1 : std::min<std::size_t>(kernel_threads(), sources.size());
   strided_for(sources.size(), workers, [&](std::size_t i) { pass(sources[i]); });
+  return true;
 }
 
 }  // namespace dpcore

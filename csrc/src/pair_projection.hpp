@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "dpcore/factor.hpp"
@@ -18,6 +19,9 @@ namespace dpcore {
 /// (false recomputes them in every pass: the same numbers, bit for bit; for tests).
 /// `plan`, when given, gets how the sources were chosen (for tests). `dest`, when given:
 /// query i's values go to dest[i] (room for its cells) instead of (*out)[i], the same numbers.
+/// `accept`, when given, sees the planned cells of multiply work (the cheaper rule's; shared
+/// reductions and walks not counted) before any pass runs: false answers nothing and returns
+/// false (the caller projects those queries another way).
 struct PairPassPlan {
   bool split = false;          // the sources came from the tree-split rule
   double split_cells = 0.0;    // planned multiply cells of the split rule
@@ -34,11 +38,12 @@ Factor product_projected(const Factor& q, const Factor& r, const std::vector<Att
 /// share a clique).
 bool has_source(const JunctionTree& tree, const std::vector<AttrId>& attrs);
 
-void project_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
-                             const std::vector<Factor>& separator_marginals,
-                             const std::vector<std::vector<AttrId>>& attrs_list,
-                             const std::vector<std::size_t>& which, std::vector<Factor>* out,
-                             bool share = true, PairPassPlan* plan = nullptr,
-                             double* const* dest = nullptr);
+bool project_by_source(const JunctionTree& tree, const std::vector<Factor>& beliefs,
+                       const std::vector<Factor>& separator_marginals,
+                       const std::vector<std::vector<AttrId>>& attrs_list,
+                       const std::vector<std::size_t>& which, std::vector<Factor>* out,
+                       bool share = true, PairPassPlan* plan = nullptr,
+                       double* const* dest = nullptr,
+                       const std::function<bool(double)>& accept = nullptr);
 
 }  // namespace dpcore

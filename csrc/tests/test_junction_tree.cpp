@@ -161,12 +161,10 @@ static void test_calibration_matches_brute_force() {
 }
 
 // A hub clique with spokes (AIM's late models): every triple, in every order of its axes, across
-// up to three spokes, against the joint. The contraction lays each part out in its sweep's
-// axis order (sizes differ, so that order is not the domain's) and sums in the same order
-// as before; a structural zero (-inf potential cells) must stay exactly zero.
-// Triples (every order) across a hub and its spokes, against the joint. Attribute 8 hangs on
-// attribute 2 alone, inside the separator of any spoke it joins: its factors pass through
-// that spoke untouched, and a spoke that only passes them on adds no factor of its own.
+// up to three spokes, against the joint; a structural zero (-inf potential cells) must stay
+// exactly zero. Attribute 8 hangs on attribute 2 alone, inside the separator of any spoke it
+// joins: its factors pass through that spoke untouched, and a spoke that only passes them on
+// adds no factor of its own.
 static void test_triples_across_a_hub_match_brute_force() {
   const std::vector<std::int64_t> shape{3, 2, 4, 5, 6, 2, 7, 3, 3};
   const Cliques cliques{{0, 1, 2, 3}, {0, 1, 4}, {2, 3, 5}, {1, 2, 6}, {3, 7}, {2, 8}};
@@ -272,9 +270,18 @@ static void test_pair_passes_split_and_share() {
   for (int c : tree->order())
     if (tree->parent(c) >= 0) seps[std::size_t(c)] = cal.beliefs()[std::size_t(c)].project(tree->separator(c));
   PairPassPlan plan;
-  project_by_source(*tree, cal.beliefs(), seps, pairs, which, &shared, true, &plan);
+  double offered = -1.0;   // what `accept` sees: the cheaper rule's planned cells
+  CHECK(project_by_source(*tree, cal.beliefs(), seps, pairs, which, &shared, true, &plan, nullptr,
+                          [&](double cells) { offered = cells; return true; }));
   CHECK(plan.split);
   CHECK(plan.split_cells < plan.smaller_cells);
+  CHECK(offered == plan.split_cells);
+  std::vector<Factor> refused(pairs.size());   // refused: nothing answered, nothing planned
+  PairPassPlan untouched;
+  CHECK(!project_by_source(*tree, cal.beliefs(), seps, pairs, which, &refused, true, &untouched,
+                           nullptr, [](double) { return false; }));
+  for (const Factor& f : refused) CHECK(f.size() == 0);
+  CHECK(untouched.sources.empty());
   project_by_source(*tree, cal.beliefs(), seps, pairs, which, &alone, false);
   const std::vector<Factor> api = cal.project_many(pairs, true);
   for (std::size_t q = 0; q < pairs.size(); ++q) {
@@ -444,6 +451,34 @@ static void test_product_projected_is_multiply_then_project() {
   CHECK_THROWS(product_projected(q, r, outside), InvalidArgument);
 }
 
+// Queries over the private attributes of six spokes of a hub: at the hub, its belief and
+// each spoke's belief and 1 / μ make 13 parts, past the exact planner's 10, so the greedy
+// order joins them; 4-6 attributes in shuffled orders, against the joint.
+static void test_wide_queries_match_brute_force() {
+  const std::vector<std::int64_t> shape{2, 3, 2, 3, 3, 2, 3, 2, 3, 2};
+  const Cliques cliques{{0, 1, 2, 3}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1, 8}, {2, 3, 9}};
+  std::mt19937_64 rng(31);
+  std::vector<Factor> pots;
+  for (const auto& c : cliques) pots.push_back(random_factor(c, shape, rng));
+  auto tree = std::make_shared<JunctionTree>(shape, cliques);
+  const CalibratedTree cal = calibrate(tree, pots);
+  double log_z = 0.0;
+  const Factor joint = brute_joint(shape, pots, &log_z);
+  std::vector<AttrId> spokes{4, 5, 6, 7, 8, 9};
+  int compared = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::shuffle(spokes.begin(), spokes.end(), rng);
+    std::vector<AttrId> q(spokes.begin(), spokes.begin() + 4 + trial % 3);
+    if (trial % 4 == 0) q.push_back(AttrId(trial % 4));   // and a hub attribute
+    const Factor got = cal.project(q), want = joint.project(q);
+    CHECK(got.attrs() == q);
+    for (std::uint64_t i = 0; i < want.size(); ++i)
+      CHECK_NEAR(got.values()[i], want.values()[i], 1e-12);
+    ++compared;
+  }
+  CHECK(compared == 40);
+}
+
 // Σ_{not keep} x * y over keep (in keep's order), cell by cell over the union of their
 // attributes: no layout, no tiles.
 static Factor plain_contract(const Factor& x, const Factor& y, const std::vector<AttrId>& keep,
@@ -515,6 +550,26 @@ static void test_contract_matches_plain_sums() {
     std::sort(keep_sorted.begin(), keep_sorted.end());
     CHECK(got_sorted == keep_sorted);
     if (got_sorted != keep_sorted) continue;
+    // both factors' kept attributes first, then x's own, then y's (the group of more cells
+    // last: x's and y's swapped when x's has more)
+    std::vector<AttrId> shared_kept, kept_x, kept_y;
+    double cells_x = 1.0, cells_y = 1.0;
+    for (AttrId a : keep) {
+      const bool in_x = x.axis_of(a) >= 0, in_y = y.axis_of(a) >= 0;
+      if (in_x && in_y) shared_kept.push_back(a);
+      else if (in_x) { kept_x.push_back(a); cells_x *= double(shape[std::size_t(a)]); }
+      else { kept_y.push_back(a); cells_y *= double(shape[std::size_t(a)]); }
+    }
+    if (cells_x > cells_y) std::swap(kept_x, kept_y);
+    auto same_set = [&](std::size_t from, std::vector<AttrId> want) {
+      std::vector<AttrId> part(got.attrs().begin() + std::ptrdiff_t(from),
+                               got.attrs().begin() + std::ptrdiff_t(from + want.size()));
+      std::sort(part.begin(), part.end());
+      std::sort(want.begin(), want.end());
+      return part == want;
+    };
+    CHECK(same_set(0, shared_kept));
+    CHECK(same_set(shared_kept.size(), kept_x));
     const Factor in_order = got.transpose(keep);
     bool close = true;
     for (std::size_t i = 0; i < want.size(); ++i)
@@ -536,6 +591,13 @@ static void test_contract_matches_plain_sums() {
   CHECK(compared > 1000);
   CHECK(tiled > 300);
   CHECK(deep > 30);
+  // x times itself (one object as both operands)
+  const std::vector<std::int64_t> shape{5, 6, 7};
+  const Factor x = mixed_factor({0, 1, 2}, shape, rng, false);
+  const Factor want = plain_contract(x, x, {2, 0}, shape);
+  const Factor got = contract(x, x, {2, 0}).transpose({2, 0});
+  for (std::size_t i = 0; i < want.size(); ++i)
+    CHECK_NEAR(got.data()[i], want.data()[i], 1e-13 * std::max(1.0, std::fabs(want.data()[i])));
 }
 
 int main() {
@@ -547,6 +609,7 @@ int main() {
   test_clique_indices_checked();
   test_pair_passes_split_and_share();
   test_product_projected_is_multiply_then_project();
+  test_wide_queries_match_brute_force();
   test_contract_matches_plain_sums();
   return dpcore_test::report();
 }

@@ -30,7 +30,7 @@ bool has(const std::vector<AttrId>& set, AttrId a) {
 // kDepth x kCols of y, 8 and 16 KB: the L1 cache), zero-filled past the matrices' edges, so
 // the tile reads whole contiguous rows: read in place, a tile's rows were a strided group
 // which GCC 12's AVX2/AVX-512 code loaded past its last member, reading beyond the table
-// (a fault at a page end; tests/guard found it).
+// (a fault at a page end, found with buffers placed against a PROT_NONE page).
 constexpr int kRows = 4;
 constexpr int kCols = 8;
 constexpr std::int64_t kDepth = 256;

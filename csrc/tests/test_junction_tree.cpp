@@ -43,6 +43,23 @@ static Factor brute_joint(const std::vector<std::int64_t>& shape, const std::vec
   return joint;
 }
 
+// A tree over `cliques` calibrated on `pots`, its log partition function brute-forced, and
+// the joint of the potentials.
+struct Solved {
+  std::shared_ptr<JunctionTree> tree;
+  CalibratedTree cal;
+  double log_z;
+  Factor joint;
+};
+static Solved solve(const std::vector<std::int64_t>& shape, const Cliques& cliques,
+                    const std::vector<Factor>& pots) {
+  auto tree = std::make_shared<JunctionTree>(shape, cliques);
+  CalibratedTree cal = calibrate(tree, pots);
+  double log_z = 0.0;
+  Factor joint = brute_joint(shape, pots, &log_z);
+  return Solved{std::move(tree), std::move(cal), log_z, std::move(joint)};
+}
+
 static void test_sizes_by_hand() {
   // Chain a-b-c with sizes 2, 3, 4: cliques {a,b} (6 cells) and {b,c} (12 cells).
   JunctionTree chain({2, 3, 4}, {{1, 0}, {1, 2}});
@@ -91,10 +108,7 @@ static void check_against_brute_force(const std::vector<std::int64_t>& shape,
   std::mt19937_64 rng(seed);
   std::vector<Factor> pots;
   for (const auto& c : cliques) pots.push_back(random_factor(c, shape, rng));
-  auto tree = std::make_shared<JunctionTree>(shape, cliques);
-  const CalibratedTree cal = calibrate(tree, pots);
-  double log_z = 0.0;
-  const Factor joint = brute_joint(shape, pots, &log_z);
+  const auto& [tree, cal, log_z, joint] = solve(shape, cliques, pots);
   CHECK_NEAR(cal.log_partition(), log_z, 1e-10);
   for (std::size_t c = 0; c < tree->cliques().size(); ++c) {
     const Factor want = joint.project(cal.beliefs()[c].attrs());   // in the belief's own order
@@ -174,10 +188,7 @@ static void test_triples_across_a_hub_match_brute_force() {
     for (const auto& c : cliques) pots.push_back(random_factor(c, shape, rng));
     if (seed == 12u)  // zeros on spoke {0, 1, 4}: cells with attribute 4 == 5 and 0 == 2
       for (std::int64_t b = 0; b < 2; ++b) pots[1].values()[std::size_t((2 * 2 + b) * 6 + 5)] = -INFINITY;
-    auto tree = std::make_shared<JunctionTree>(shape, cliques);
-    const CalibratedTree cal = calibrate(tree, pots);
-    double log_z = 0.0;
-    const Factor joint = brute_joint(shape, pots, &log_z);
+    const auto& [tree, cal, log_z, joint] = solve(shape, cliques, pots);
     int spanning = 0;
     for (AttrId a = 0; a < 9; ++a)
       for (AttrId b = a + 1; b < 9; ++b)
@@ -460,10 +471,7 @@ static void test_wide_queries_match_brute_force() {
   std::mt19937_64 rng(31);
   std::vector<Factor> pots;
   for (const auto& c : cliques) pots.push_back(random_factor(c, shape, rng));
-  auto tree = std::make_shared<JunctionTree>(shape, cliques);
-  const CalibratedTree cal = calibrate(tree, pots);
-  double log_z = 0.0;
-  const Factor joint = brute_joint(shape, pots, &log_z);
+  const auto& [tree, cal, log_z, joint] = solve(shape, cliques, pots);
   std::vector<AttrId> spokes{4, 5, 6, 7, 8, 9};
   int compared = 0;
   for (int trial = 0; trial < 40; ++trial) {

@@ -649,9 +649,9 @@ struct Step {
   AttrSet kept;
 };
 
-// What contract() costs, in ~ns on the machine it was measured on (bench/results): a product
-// in its tiles ~0.1-0.2, a cell of an operand laid out (copied) ~1, a cell of the result ~4
-// (allocated, zeroed, first touched, written). The products are the cells of the union of the
+// What contract() costs, in ~ns, as measured on AIM's triples (session 20, aim_scaling.md): a
+// product in its tiles ~0.1-0.2, a cell of an operand laid out (copied) ~1, a cell of the result
+// ~4 (allocated, zeroed, first touched, written). The products are the cells of the union of the
 // operands' attributes after each operand's own unkept ones are summed out (at the copy).
 constexpr double kProductCost = 0.2, kOperandCost = 1.0, kResultCost = 4.0;
 
@@ -671,8 +671,8 @@ double step_cost(const AttrSet& x, const AttrSet& y, const AttrSet& kept,
 }
 
 // Up to this many parts the cheapest order of pairwise contractions is found exactly (by
-// subsets: 3^n splits); beyond it (a clique with more children than any query of AIM's has
-// attributes), greedily.
+// subsets: 3^n splits); beyond it greedily. A query of three attributes brings at most 8 to a
+// clique (its belief, 1 / μ, up to two factors from each of three branches).
 constexpr std::size_t kExactPlanParts = 10;
 
 // Order for Σ_{not keep} Π parts by pairwise contraction (each result keeps only the

@@ -658,6 +658,10 @@ constexpr double kProductCost = 0.2, kOperandCost = 1.0, kResultCost = 4.0;
 // What planning one clique of a projection costs, in cells read (~4 µs).
 constexpr double kPlanCells = 4096.0;
 
+// Below this many cells (a projection's covering cliques times its query's) no choice of the
+// root saves what searching for it costs.
+constexpr double kSearchCells = double(std::uint64_t{1} << 16);
+
 double step_cost(const AttrSet& x, const AttrSet& y, const AttrSet& kept,
                  const std::vector<std::int64_t>& shape) {
   AttrSet swept;
@@ -684,6 +688,15 @@ double plan_contraction(const std::vector<AttrSet>& parts, const AttrSet& keep,
   const std::size_t n = parts.size();
   if (steps) steps->clear();
   if (n <= 1) return 0.0;
+  if (n == 2) {   // one way (most cliques of a projection: a belief and 1 / μ or a message)
+    AttrSet kept;
+    for (const AttrSet& part : parts)
+      for (AttrId a : part)
+        if (has(keep, a)) insert(&kept, a);
+    const double cost = step_cost(parts[0], parts[1], kept, shape);
+    if (steps) steps->push_back(Step{0, 1, std::move(kept)});
+    return cost;
+  }
   AttrSet local;   // every attribute of the problem
   for (const AttrSet& part : parts)
     for (AttrId a : part) insert(&local, a);
@@ -730,19 +743,28 @@ double plan_contraction(const std::vector<AttrSet>& parts, const AttrSet& keep,
   }
   // Exactly, over subsets of the parts, with the attributes as bits of a word.
   const std::uint32_t full = (std::uint32_t(1) << n) - 1;
-  std::vector<std::uint64_t> bit_of_part(n), union_of(full + 1, 0), kept(full + 1);
+  // per-thread scratch: planning runs for every clique of every projection
+  thread_local std::vector<std::uint64_t> bit_of_part, union_of, kept;
+  thread_local std::vector<double> best, kept_cells;
+  thread_local std::vector<std::uint32_t> split;
+  bit_of_part.assign(n, 0);
+  union_of.assign(full + 1, 0);
+  kept.assign(full + 1, 0);
+  best.assign(full + 1, 0.0);
+  kept_cells.assign(full + 1, 0.0);
+  split.assign(full + 1, 0);
+  auto bit = [&](AttrId a) {
+    return std::uint64_t(1) << (std::find(local.begin(), local.end(), a) - local.begin());
+  };
   std::uint64_t keep_bits = 0;
   for (std::size_t i = 0; i < n; ++i)
-    for (AttrId a : parts[i]) bit_of_part[i] |= std::uint64_t(1) << (std::find(local.begin(), local.end(), a) - local.begin());
-  for (AttrId a : keep)
-    keep_bits |= std::uint64_t(1) << (std::find(local.begin(), local.end(), a) - local.begin());
+    for (AttrId a : parts[i]) bit_of_part[i] |= bit(a);
+  for (AttrId a : keep) keep_bits |= bit(a);
   auto cells = [&](std::uint64_t bits) {
     double c = 1.0;
     for (; bits != 0; bits &= bits - 1) c *= double(local_shape[std::size_t(__builtin_ctzll(bits))]);
     return c;
   };
-  std::vector<double> best(full + 1, 0.0), kept_cells(full + 1);
-  std::vector<std::uint32_t> split(full + 1, 0);
   for (std::uint32_t mask = 1; mask <= full; ++mask) {
     const std::size_t first = std::size_t(__builtin_ctz(mask));
     union_of[mask] = union_of[mask & (mask - 1)] | bit_of_part[first];
@@ -873,8 +895,9 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
           order.push_back(x);
         }
   };
-  auto separator = [&](int c) -> const AttrSet& {
-    return t.parent(c) == up[std::size_t(c)] ? t.separator(c) : t.separator(up[std::size_t(c)]);
+  // The separator between c and its neighbour `toward` (stored on whichever is the child).
+  auto separator = [&](int c, int toward) -> const AttrSet& {
+    return t.parent(c) == toward ? t.separator(c) : t.separator(toward);
   };
   // A message is a list of factors, its product. A factor whose attributes the clique sends
   // up anyway (it came in over a separator inside the clique's outward one, with query
@@ -890,11 +913,12 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
     bool adds = true;                     // whether the clique sends a factor of its own
     bool defer = false;                   // sends its reduced belief and 1 / μ unjoined
   };
-  auto plan_clique = [&](int c, const std::vector<AttrSet>& incoming) {
+  // Clique c sending toward its neighbour `toward` (-1: c is the root).
+  auto plan_clique = [&](int c, int toward, const std::vector<AttrSet>& incoming) {
     Plan p;
-    const bool top = up[std::size_t(c)] < 0;
+    const bool top = toward < 0;
     const AttrSet& clique = t.cliques()[std::size_t(c)];
-    p.keep = top ? attrs : separator(c);
+    p.keep = top ? attrs : separator(c, toward);
     AttrSet need = p.keep;
     if (!top) {
       for (AttrId a : attrs) {
@@ -919,51 +943,74 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
       if (in) own.push_back(a);
     }
     p.keep = std::move(own);
-    p.adds = top || !p.join.empty() || p.keep.size() > separator(c).size();
+    p.adds = top || !p.join.empty() || p.keep.size() > separator(c, toward).size();
     // Nothing to sum beyond the reduction (a leaf with a query attribute): joining would only
     // scale the belief by 1 / μ, a copy of it; the parent joins the two where it is cheapest.
     p.defer = !top && p.adds && p.join.empty() && p.local.size() == p.keep.size();
     return p;
   };
   // The parts a clique joins: its reduced belief, 1 / μ below the root, the joined factors.
-  auto parts_of = [&](int c, const Plan& p, const std::vector<AttrSet>& incoming) {
+  auto parts_of = [&](int c, int toward, const Plan& p, const std::vector<AttrSet>& incoming) {
     std::vector<AttrSet> parts{p.local};
-    if (up[std::size_t(c)] >= 0) parts.push_back(separator(c));
+    if (toward >= 0) parts.push_back(separator(c, toward));
     for (std::size_t i : p.join) parts.push_back(incoming[i]);
     return parts;
   };
-  std::vector<std::vector<AttrSet>> sent(k);
-  auto incoming_of = [&](int c, const std::vector<std::vector<AttrSet>>& lists) {
-    std::vector<AttrSet> in;
-    for (int x : nbrs[std::size_t(c)])
-      if (x != up[std::size_t(c)])
-        in.insert(in.end(), lists[std::size_t(x)].begin(), lists[std::size_t(x)].end());
-    return in;
+  // The plan of every clique's message toward each neighbour, and as the root, each made
+  // once: a message depends only on the direction it is sent in, so costing every clique as
+  // the root takes 3L - 2 plans for a subtree of L cliques, not L^2 (at 100 columns a pair's
+  // subtree has dozens).
+  struct Message {
+    bool done = false;
+    double cost = 0.0;               // of the clique and everything behind it
+    std::vector<AttrSet> factors;    // what it sends (at the root: nothing)
   };
+  std::vector<std::vector<Message>> memo(k);   // [c][j]: toward nbrs[c][j]; j = degree: root
+  for (std::size_t c = 0; c < k; ++c) memo[c].resize(nbrs[c].size() + 1);
+  auto message = [&](auto&& self, int c, int toward) -> const Message& {
+    const auto& around = nbrs[std::size_t(c)];
+    const std::size_t j = toward < 0 ? around.size()
+                                     : std::size_t(std::find(around.begin(), around.end(), toward) -
+                                                   around.begin());
+    Message& m = memo[std::size_t(c)][j];
+    if (m.done) return m;
+    std::vector<AttrSet> in;
+    double cost = 0.0;
+    for (int x : around)
+      if (x != toward) {
+        const Message& from = self(self, x, c);
+        cost += from.cost;
+        in.insert(in.end(), from.factors.begin(), from.factors.end());
+      }
+    const Plan p = plan_clique(c, toward, in);
+    if (p.adds) {
+      if (p.local.size() != t.cliques()[std::size_t(c)].size())
+        cost += kOperandCost * double(beliefs_[std::size_t(c)].size());   // its reduction
+      if (p.defer) {
+        m.factors = parts_of(c, toward, p, in);
+      } else {
+        cost += plan_contraction(parts_of(c, toward, p, in), p.keep, t.shape(), nullptr);
+        m.factors.push_back(p.keep);
+      }
+    }
+    for (std::size_t i : p.pass) m.factors.push_back(in[i]);
+    m.cost = cost;
+    m.done = true;
+    return m;
+  };
+  // Where the subtree times the query is small, every root costs little (no table can exceed
+  // that product), and choosing one would cost more than it saves: the first clique is taken.
+  double bound = 1.0;
+  for (AttrId a : attrs) bound *= double(t.shape()[std::size_t(a)]);
+  double cells = 0.0;
+  for (std::size_t c = 0; c < k; ++c)
+    if (!nbrs[c].empty()) cells += double(beliefs_[c].size());
+  const bool search = cells * bound > kSearchCells;
   int root = -1;
   double best = std::numeric_limits<double>::infinity();
-  for (std::size_t r = 0; r < k; ++r) {
+  for (std::size_t r = 0; r < k && (search || root < 0); ++r) {
     if (nbrs[r].empty()) continue;   // outside the subtree (a query across cliques: no lone clique)
-    root_at(int(r));
-    double cost = 0.0;
-    for (std::size_t i = order.size(); i-- > 0;) {
-      const int c = order[i];
-      const std::vector<AttrSet> in = incoming_of(c, sent);
-      const Plan p = plan_clique(c, in);
-      std::vector<AttrSet>& out = sent[std::size_t(c)];
-      out.clear();
-      if (p.adds) {
-        if (p.local.size() != t.cliques()[std::size_t(c)].size())
-          cost += kOperandCost * double(beliefs_[std::size_t(c)].size());   // its reduction
-        if (p.defer) {
-          out = parts_of(c, p, in);
-        } else {
-          cost += plan_contraction(parts_of(c, p, in), p.keep, t.shape(), nullptr);
-          out.push_back(p.keep);
-        }
-      }
-      for (std::size_t j : p.pass) out.push_back(in[j]);
-    }
+    const double cost = search ? message(message, int(r), -1).cost : 0.0;
     if (cost < best) {
       best = cost;
       root = int(r);
@@ -980,9 +1027,9 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
         for (Part& f : msg[std::size_t(x)]) in.push_back(std::move(f));
     std::vector<AttrSet> in_sets;
     for (const Part& f : in) in_sets.push_back(f->attrs());
-    const Plan p = plan_clique(c, in_sets);
-    std::vector<Part>& out = msg[std::size_t(c)];
     const int up_c = up[std::size_t(c)];
+    const Plan p = plan_clique(c, up_c, in_sets);
+    std::vector<Part>& out = msg[std::size_t(c)];
     if (p.adds) {
       const Factor& belief = beliefs_[std::size_t(c)];
       // the belief summed down to what the clique keeps, unless that is all (then unowned)

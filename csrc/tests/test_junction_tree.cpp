@@ -462,6 +462,32 @@ static void test_product_projected_is_multiply_then_project() {
   CHECK_THROWS(product_projected(q, r, outside), InvalidArgument);
 }
 
+// The hub and spokes with domains large enough that the covering cliques times a triple's
+// cells pass kSearchCells (2^16), so every clique of the subtree is costed as the root (the
+// memoised messages) before one is chosen; smaller tests take the first clique.
+static void test_root_search_matches_brute_force() {
+  const std::vector<std::int64_t> shape{6, 5, 7, 4, 9, 8, 6, 7};
+  const Cliques cliques{{0, 1, 2, 3}, {0, 1, 4}, {2, 3, 5}, {1, 2, 6}, {3, 7}};
+  std::mt19937_64 rng(41);
+  std::vector<Factor> pots;
+  for (const auto& c : cliques) pots.push_back(random_factor(c, shape, rng));
+  const auto& [tree, cal, log_z, joint] = solve(shape, cliques, pots);
+  CHECK_NEAR(cal.log_partition(), log_z, 1e-10);
+  int searched = 0;
+  for (AttrId a = 0; a < 8; ++a)
+    for (AttrId b = a + 1; b < 8; ++b)
+      for (AttrId c = b + 1; c < 8; ++c) {
+        std::vector<AttrId> q{c, a, b};
+        if (tree->containing_clique(q) >= 0) continue;
+        const Factor got = cal.project(q), want = joint.project(q);
+        for (std::uint64_t i = 0; i < want.size(); ++i)
+          CHECK_NEAR(got.values()[i], want.values()[i], 1e-12);
+        double cells = double(shape[std::size_t(a)] * shape[std::size_t(b)] * shape[std::size_t(c)]);
+        searched += cells * 840.0 > double(1 << 16);   // each covers the hub, 840 cells
+      }
+  CHECK(searched > 20);
+}
+
 // Queries over the private attributes of six spokes of a hub: at the hub, its belief and
 // each spoke's belief and 1 / μ make 13 parts, past the exact planner's 10, so the greedy
 // order joins them; 4-6 attributes in shuffled orders, against the joint.
@@ -618,6 +644,7 @@ int main() {
   test_pair_passes_split_and_share();
   test_product_projected_is_multiply_then_project();
   test_wide_queries_match_brute_force();
+  test_root_search_matches_brute_force();
   test_contract_matches_plain_sums();
   return dpcore_test::report();
 }

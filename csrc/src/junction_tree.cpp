@@ -655,6 +655,10 @@ struct Step {
 // operands' attributes after each operand's own unkept ones are summed out (at the copy).
 constexpr double kProductCost = 0.2, kOperandCost = 1.0, kResultCost = 4.0;
 
+double modelled_cost(double products, double operand_cells, double result_cells) {
+  return kProductCost * products + kOperandCost * operand_cells + kResultCost * result_cells;
+}
+
 // What planning one clique of a projection costs, in cells read (~4 µs).
 constexpr double kPlanCells = 4096.0;
 
@@ -670,9 +674,8 @@ double step_cost(const AttrSet& x, const AttrSet& y, const AttrSet& kept,
     if (has(y, a) || has(kept, a)) swept.push_back(a);
   for (AttrId a : y)
     if (!has(x, a) && has(kept, a)) swept.push_back(a);
-  return kProductCost * cells_of(swept, shape) +
-         kOperandCost * (cells_of(x, shape) + cells_of(y, shape)) +
-         kResultCost * cells_of(kept, shape);
+  return modelled_cost(cells_of(swept, shape), cells_of(x, shape) + cells_of(y, shape),
+                       cells_of(kept, shape));
 }
 
 // Up to this many parts the cheapest order of pairwise contractions is found exactly (by
@@ -782,6 +785,8 @@ double plan_contraction(const std::vector<AttrSet>& parts, const AttrSet& keep,
       if (!(sub & low)) continue;
       const std::uint32_t rest = mask ^ sub;
       const std::uint64_t x = kept[sub], y = kept[rest], k = kept[mask];
+      // step_cost's model on bit sets (the sum kept in this order: ties between plans
+      // resolve as they always have)
       const double c = best[sub] + best[rest] + kProductCost * cells((x & y) | ((x | y) & k)) +
                        kOperandCost * (kept_cells[sub] + kept_cells[rest]) +
                        kResultCost * kept_cells[mask];
@@ -1039,13 +1044,9 @@ Factor CalibratedTree::project(const std::vector<AttrId>& attrs) const {
                          : std::make_shared<const Factor>(belief.project(p.local));
       std::vector<Part> parts{reduced};
       if (up_c >= 0) {
-        // The separator marginal is stored on whichever end is the child in the tree's
-        // rooting. A cell below DBL_MIN (a subnormal) would invert to +inf and turn 0 * inf
-        // into NaN; such a cell carries under 1e-308 of the mass, so it is dropped like an
-        // empty one.
-        Factor inv = separator_marginals_[std::size_t(t.parent(c) == up_c ? c : up_c)];
-        for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
-        parts.push_back(std::make_shared<const Factor>(std::move(inv)));
+        // the separator marginal is stored on whichever end is the child in the tree's rooting
+        parts.push_back(std::make_shared<const Factor>(
+            inverse(separator_marginals_[std::size_t(t.parent(c) == up_c ? c : up_c)])));
       }
       for (std::size_t j : p.join) parts.push_back(std::move(in[j]));
       if (p.defer) {

@@ -132,13 +132,6 @@ struct Target {
   AttrId source;      // the pass that answers it
 };
 
-// The separator marginal's inverse, a subnormal or zero cell giving 0 as in project().
-Factor inverse(const Factor& separator) {
-  Factor inv = separator;
-  for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
-  return inv;
-}
-
 // A clique's belief summed down to (entry separator ∪ target), the one piece of a pass through
 // a clique without the source that does not depend on the source: every pass entering clique
 // c from the same neighbour towards the same target needs the same table. Computed by the
@@ -408,6 +401,12 @@ class Orientation {
 };
 
 }  // namespace
+
+Factor inverse(const Factor& separator) {
+  Factor inv = separator;
+  for (double& v : inv.values()) v = v >= std::numeric_limits<double>::min() ? 1.0 / v : 0.0;
+  return inv;
+}
 
 bool has_source(const JunctionTree& t, const std::vector<AttrId>& attrs) {
   return attrs.size() >= 2 && std::any_of(attrs.begin(), attrs.end(), [&](AttrId a) {

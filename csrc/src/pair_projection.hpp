@@ -28,6 +28,10 @@ struct PairPassPlan {
   double smaller_cells = 0.0;  // ... of the smaller-domain rule
   std::vector<AttrId> sources;  // the source of each query of `which`, in its order
 };
+/// 1 / P(S) of a separator marginal, cell by cell. A cell below DBL_MIN (a subnormal) would
+/// invert to +inf and turn 0 * inf into NaN; such a cell carries under 1e-308 of the mass, so
+/// it gives 0, like an empty one (project() and the passes alike).
+Factor inverse(const Factor& separator);
 /// multiply(q, r).project(keep), bit for bit, without the product as a Factor when q is over
 /// (a, S...) and r over (S..., E...) with a not in r (a pass's P(a | S) times a clique's
 /// reduction); any other layout is computed by multiply() and project().
